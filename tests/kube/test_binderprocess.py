@@ -231,16 +231,21 @@ def test_a_writer_that_has_ended_has_no_writes_pending(tmp_path: Path) -> None:
         writer.stop()
 
 
-def test_the_thread_holding_a_batch_can_drain_and_stop_the_writer(cluster: Cluster) -> None:
-    """drain() and stop() wait for the writer's answer: the messages held by the caller's own batch go first, at
-    once (held to the batch's end, the answer could never come: drain said False, stop killed the process)."""
+def _writer_and_pod(cluster: Cluster) -> tuple[BinderProcess, PodRef, list[str]]:
+    """A writer for ``cluster``, the pending pod ``default/a`` and the names of the pods it says bound."""
     created = cluster.create(pod("a", "1", run=None, scheduler="nobody"))
-    ref = PodRef("default", "a", created["metadata"]["uid"])
     bound: list[str] = []
     writer = BinderProcess(
         partial(api_client, cluster.kubeconfig, None, False, 2),
         on_bound=lambda scheduler, decision, pod: bound.append(pod.name),
     )
+    return writer, PodRef("default", "a", created["metadata"]["uid"]), bound
+
+
+def test_the_thread_holding_a_batch_can_drain_and_stop_the_writer(cluster: Cluster) -> None:
+    """drain() and stop() wait for the writer's answer: the messages held by the caller's own batch go first, at
+    once (held to the batch's end, the answer could never come: drain said False, stop killed the process)."""
+    writer, ref, bound = _writer_and_pod(cluster)
     try:
         with writer.batch():
             writer.bind("kubeflux", Bind("default/a", ref.uid, "node-0000"), ref)
@@ -255,13 +260,7 @@ def test_the_thread_holding_a_batch_can_drain_and_stop_the_writer(cluster: Clust
 def test_a_batch_inside_another_sends_what_it_holds_at_its_end(cluster: Cluster) -> None:
     """serve's round holds its events' forgets and each core's pass its decisions: a core's Binds go at the end of
     its pass, not after every core's pass of the round."""
-    created = cluster.create(pod("a", "1", run=None, scheduler="nobody"))
-    ref = PodRef("default", "a", created["metadata"]["uid"])
-    bound: list[str] = []
-    writer = BinderProcess(
-        partial(api_client, cluster.kubeconfig, None, False, 2),
-        on_bound=lambda scheduler, decision, pod: bound.append(pod.name),
-    )
+    writer, ref, bound = _writer_and_pod(cluster)
     try:
         with writer.batch():
             with writer.batch():
