@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from kubernetes import client
+from prometheus_client.parser import text_string_to_metric_families
 
 from kubeflux.controlplane import Binaries, ControlPlane
 from kubeflux.kube.claimwrites import Written, reserve_claims
@@ -130,6 +131,22 @@ def _refusing_frees(api: Api, node: str) -> None:
     eventually(refused)
 
 
+def _frees_refused(api: Api) -> float:
+    """The claim status writes the ``no-free`` policy has refused, as the API server counts them (its metric
+    ``apiserver_validating_admission_policy_check_total``, enforcement action ``deny``)."""
+    response = api.client.call_api("GET", f"{api.client.configuration.host}/metrics")
+    text = response.read().decode()
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(text)
+        if family.name == "apiserver_validating_admission_policy_check"
+        for sample in family.samples
+        if sample.name.endswith("_total")
+        and sample.labels.get("policy") == "no-free"
+        and sample.labels.get("enforcement_action") == "deny"
+    )
+
+
 def test_a_claims_freeing_refused_for_a_while_is_tried_again_until_the_pod_runs_elsewhere(
     plane: ControlPlane, api: Api
 ) -> None:
@@ -142,9 +159,11 @@ def test_a_claims_freeing_refused_for_a_while_is_tried_again_until_the_pod_runs_
     blocker = pod("blocker", "8", scheduler="nobody")
     blocker["spec"]["nodeName"] = first
     api.create_pod("default", blocker)
+    before = _frees_refused(api)
     with serve(plane):
         eventually(lambda: waiting(api, "p-kubeflux"))  # tried: the claim's freeing asked in the same pass
-        time.sleep(2)  # and refused (serve's log says so; before the mend, never asked again)
+        # refused, then asked again after the back-off and refused again (before the mend, never asked again)
+        eventually(lambda: _frees_refused(api) >= before + 2, lambda: f"{_frees_refused(api) - before} refused")
         assert get_claim(api, "c-kubeflux")["status"]["allocation"]["devices"]["results"][0]["pool"] == first
         admission = client.AdmissionregistrationV1Api(api.client)
         admission.delete_validating_admission_policy_binding("no-free")

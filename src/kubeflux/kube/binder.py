@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import contextlib
 import heapq
+import itertools
 import logging
 import os
 import socket
@@ -69,6 +70,7 @@ import zlib
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import orjson
@@ -231,7 +233,9 @@ class Binder:
         self._deferred: dict[str, tuple[str, str, str | None, str, PodRef]] = {}
         """Pod uid → the newest (scheduler, message, expected start, nominated node, pod) held back by the
         interval."""
-        self._due: list[tuple[float, str]] = []
+        self._due: list[tuple[float, int, Callable[[], None]]] = []
+        """(when, order, what): the writes waiting for their time, done by the flusher (:meth:`_at`)."""
+        self._due_order = itertools.count()
         self._closing = False
         self._abandoned = False
         self._flusher = threading.Thread(target=self._flush, daemon=True, name="binder-flusher")
@@ -418,8 +422,7 @@ class Binder:
             due = now + self.delay if last is None else last + self.interval
             if due > now:
                 if pod.uid not in self._deferred:
-                    heapq.heappush(self._due, (due, pod.uid))
-                    self._told_lock.notify_all()
+                    self._at(due, partial(self._send_deferred, pod.uid))
                 self._deferred[pod.uid] = (scheduler, decision.message, wanted, nominated, pod)
                 return
             self._last[pod.uid] = now
@@ -430,23 +433,33 @@ class Binder:
     ) -> None:
         self._submit(pod, lambda: self._unschedulable(scheduler, message, wanted, nominated, pod), "advisory")
 
+    def _at(self, when: float, what: Callable[[], None]) -> None:
+        """Have the flusher do ``what`` (queue a write: it must not block) at ``when`` (monotonic)."""
+        with self._told_lock:
+            heapq.heappush(self._due, (when, next(self._due_order), what))
+            self._told_lock.notify_all()
+
+    def _send_deferred(self, uid: str) -> None:
+        """The newest update held back for the pod, once its interval has passed (under :attr:`_told_lock`)."""
+        held = self._deferred.pop(uid, None)
+        if held is not None:  # not bound nor gone meanwhile
+            self._last[uid] = time.monotonic()
+            self._send_unschedulable(*held)
+
     def _flush(self) -> None:
-        """Send the held-back updates when their pod's interval has passed (the newest one only)."""
+        """Do the writes waiting for their time (:meth:`_at`) when it comes."""
         with self._told_lock:
             while not self._closing:
                 if not self._due:
                     self._told_lock.wait()
                     continue
-                when, uid = self._due[0]
+                when, _, what = self._due[0]
                 delay = when - time.monotonic()
                 if delay > 0:
                     self._told_lock.wait(delay)
                     continue
                 heapq.heappop(self._due)
-                held = self._deferred.pop(uid, None)
-                if held is not None:  # not bound nor gone meanwhile
-                    self._last[uid] = time.monotonic()
-                    self._send_unschedulable(*held)
+                what()
 
     def warn(self, scheduler: str, decision: PodWarning, pod: PodRef) -> None:
         with self._told_lock:
@@ -498,9 +511,8 @@ class Binder:
             log.warning("%s: resourceclaim %s not deallocated: %s", scheduler, made.key, why)
             return
         log.warning("%s: resourceclaim %s not deallocated (%s): tried again in %g s", scheduler, made.key, why, delay)
-        again = threading.Timer(delay, self._free, (scheduler, made, pod, min(delay * 2, MAX_BIND_BACKOFF)))
-        again.daemon = True
-        again.start()
+        again = partial(self._free, scheduler, made, pod, min(delay * 2, MAX_BIND_BACKOFF))
+        self._at(time.monotonic() + delay, again)
 
     def _evict_in_turn(self, job: tuple[str, str], decision: Evict, pod: PodRef) -> None:
         """One of a victim job's evictions, on the job's thread after the ones decided before it: not sent once

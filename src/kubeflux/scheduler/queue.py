@@ -241,7 +241,9 @@ class PendingQueue:
         """The jobs in queue order (a new list). The order found last time is kept and mended: the jobs gone are
         left out, and only the new ones and those whose place changed are sorted into it, so that a pass while
         thousands wait (a burst, :attr:`~kubeflux.scheduler.core.KubefluxScheduler.queue_depth` jobs tried a pass)
-        does not sort them all again (7 of a pass's 10 ms with 10,000 pods waiting)."""
+        does not sort them all again: with 10,000 pods waiting, the sort made 10,000 key tuples a pass (~1 ms) and
+        set off the collections they cost (a 10,000-pod burst's 157 passes, compiled: 1.84 -> 1.57 s of CPU; the
+        same 1.17 s both with the collector off)."""
         jobs = self.jobs
         kept: list[PendingJob] = []
         for job in self._order:
