@@ -2,8 +2,9 @@
 
 Layers, lowest first (a module may import its own unit and the units of lower layers, nothing beside or above):
 
-0. ``resources`` (the graph) and ``_native`` (which engine runs, compiled or pure; it imports no kubeflux module),
-   1. ``jobspec``, 2. ``match`` (the engine), 3. ``scheduler`` (the core),
+0. ``resources`` (the graph), above only ``_native`` (which engine runs, compiled or pure; it imports no kubeflux
+   module, and every compiled package, the graph's included, asks it), 1. ``jobspec``, 2. ``match`` (the engine),
+   3. ``scheduler`` (the core),
 4. ``apiobjects``: Kubernetes objects as kubeflux reads and writes them (manifests, quantities, the Binding, the
    ``PodScheduled`` condition and Events, the event budget), between the core and the shells, and ``wallclock``
    (the wall clock ``serve`` and ``cluster serve`` share: a clock read, which the core never makes),
@@ -35,7 +36,8 @@ from tests.shared import REPO
 SRC = REPO / "src"
 PACKAGE = "kubeflux"
 LAYERS: list[set[str]] = [
-    {"resources", "_native"},
+    {"_native"},
+    {"resources"},
     {"jobspec"},
     {"match"},
     {"scheduler"},

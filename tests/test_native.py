@@ -20,6 +20,7 @@ import kubeflux.match
 from kubeflux import _native
 from kubeflux.apiobjects import manifests
 from kubeflux.match import engine
+from kubeflux.resources import graph
 from kubeflux.scheduler import placing
 from kubeflux.sim import cluster
 from kubeflux.sim.baselines import fcfs
@@ -130,7 +131,15 @@ def test_kubeflux_pure_forces_pure_python(fake_build: tuple[Path, Path], monkeyp
 
 
 @pytest.mark.parametrize(
-    "package", ["kubeflux.match", "kubeflux.scheduler", "kubeflux.apiobjects", "kubeflux.sim", "kubeflux.sim.baselines"]
+    "package",
+    [
+        "kubeflux.match",
+        "kubeflux.scheduler",
+        "kubeflux.apiobjects",
+        "kubeflux.sim",
+        "kubeflux.sim.baselines",
+        "kubeflux.resources",
+    ],
 )
 def test_the_engine_in_use_is_the_one_its_stamp_allows(package: str) -> None:
     """What this suite runs: the compiled engine, scheduler and simulator whenever ``make`` built them for these very
@@ -145,6 +154,7 @@ def test_the_engine_in_use_is_the_one_its_stamp_allows(package: str) -> None:
         "kubeflux.apiobjects": manifests,
         "kubeflux.sim": cluster,
         "kubeflux.sim.baselines": fcfs,
+        "kubeflux.resources": graph,
     }[package]
     origin = Path(module.__file__ or "")
     if compiled:  # (mypyc names a module imported from compiled code with its package path twice: not checked)
@@ -162,6 +172,7 @@ def test_kubeflux_version_says_which_engine_runs() -> None:
     assert [line.split(":")[0] for line in lines] == [
         "kubeflux.apiobjects",
         "kubeflux.match",
+        "kubeflux.resources",
         "kubeflux.scheduler",
         "kubeflux.sim",
         "kubeflux.sim.baselines",
@@ -181,8 +192,8 @@ def test_under_ci_a_failed_compile_fails_make(ci: str, strict: bool) -> None:
     result = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True)
     assert result.returncode == (1 if strict else 0)
     assert result.stderr.splitlines() == [
-        "kubeflux: kubeflux.match, kubeflux.scheduler, kubeflux.apiobjects, kubeflux.sim, kubeflux.sim.baselines not "
-        "compiled, all runs in pure Python: no C compiler (/nonexistent/cc)"
+        "kubeflux: kubeflux.match, kubeflux.scheduler, kubeflux.apiobjects, kubeflux.sim, kubeflux.sim.baselines, "
+        "kubeflux.resources not compiled, all runs in pure Python: no C compiler (/nonexistent/cc)"
     ]
 
 
@@ -195,6 +206,6 @@ def test_whole_workloads_run_compiled_give_the_pure_runs_answers() -> None:
     compiled = json.loads(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
     pure_env = {**os.environ, "KUBEFLUX_PURE": "1"}
     pure = json.loads(subprocess.run(command, env=pure_env, capture_output=True, text=True, check=True).stdout)
-    # every compiled package: apiobjects, match, scheduler, sim, sim.baselines
-    assert compiled["engine"].count("compiled (mypyc") == 5 and "KUBEFLUX_PURE" in pure["engine"]
+    # every compiled package: apiobjects, match, resources, scheduler, sim, sim.baselines
+    assert compiled["engine"].count("compiled (mypyc") == 6 and "KUBEFLUX_PURE" in pure["engine"]
     assert compiled["digests"] and compiled["digests"] == pure["digests"]

@@ -25,7 +25,14 @@ from pathlib import Path
 
 from kubeflux import _native
 
-PACKAGES = ("kubeflux.match", "kubeflux.scheduler", "kubeflux.apiobjects", "kubeflux.sim", "kubeflux.sim.baselines")
+PACKAGES = (
+    "kubeflux.match",
+    "kubeflux.scheduler",
+    "kubeflux.apiobjects",
+    "kubeflux.sim",
+    "kubeflux.sim.baselines",
+    "kubeflux.resources",
+)
 """The packages compiled, as one mypyc group (calls between them are native) whose shared library lives in the
 first; each package's ``__init__`` opts in with ``kubeflux._native.use_compiled``. Only a package's own modules
 are compiled, never its subpackages (``kubeflux.sim.apiserver``, ``workloads`` … stay pure): ``baselines`` is a
@@ -82,6 +89,8 @@ by the library's Rust, once per selector and device)."""
 PURE_MODULES = {
     *DRA_PURE_MODULES,
     "kubeflux.apiobjects.queuejobs",
+    "kubeflux.resources.grug",
+    "kubeflux.resources.jgf",
     "kubeflux.scheduler.interface",
     "kubeflux.scheduler.objects",
     "kubeflux.scheduler.queueview",
@@ -96,7 +105,8 @@ module cannot define. ``objects`` and ``validation`` hold and check what users s
 a pod's fields carry whatever a hostile client put there (a float count where the annotation says ``int``) until
 validation rejects it naming the field, and compiled code would instead fail its type check with a TypeError.
 ``storage`` holds the storage objects beside ``objects``, for the same reason.
-``testing`` is the tests' double of a cluster: nothing of a run. ``queueview`` copies the queue for people when
+``testing`` is the tests' double of a cluster: nothing of a run. ``grug`` and ``jgf`` read graph files as users
+wrote them (a hostile JGF's field of the wrong type is a ``GraphFormatError`` naming it), once per load. ``queueview`` copies the queue for people when
 asked (``kubeflux queue``), and ``queuejobs`` gathers it per Job: nothing of a pass."""
 
 

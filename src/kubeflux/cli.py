@@ -24,6 +24,7 @@ def version() -> None:
     # importing each compiled group settles which engine it runs
     import kubeflux.apiobjects
     import kubeflux.match
+    import kubeflux.resources
     import kubeflux.scheduler
     import kubeflux.sim
     import kubeflux.sim.baselines  # noqa: F401

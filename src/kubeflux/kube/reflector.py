@@ -175,12 +175,12 @@ def _lines(response: Any) -> Iterator[Object]:
     """The JSON objects of a watch stream, one a line."""
     buffer = b""
     for chunk in response.stream(65536):
-        buffer += chunk
-        while True:
-            end = buffer.find(b"\n")
-            if end < 0:
-                break
-            line, buffer = buffer[:end], buffer[end + 1 :]
+        if b"\n" not in chunk:
+            buffer += chunk
+            continue
+        lines = (buffer + chunk).split(b"\n")
+        buffer = lines.pop()  # (the part of a line after the last newline)
+        for line in lines:
             if line.strip():
                 yield orjson.loads(line)
     if buffer.strip():

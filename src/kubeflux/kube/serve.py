@@ -49,6 +49,7 @@ from kubeflux.apiobjects.manifests import (
     ManifestError,
     parse_timestamp,
 )
+from kubeflux.apiobjects.podreadings import PodReadings
 from kubeflux.apiobjects.queuejobs import queue_by_job
 from kubeflux.apiobjects.watched import cluster_event
 from kubeflux.kube.binder import Binder, BindOutcome, PodRef
@@ -204,6 +205,8 @@ class Serve:
         ]
         self.pods: dict[str, PodRef] = {}
         """``namespace/name`` → the pod as last seen (what the binder needs to write to it)."""
+        self.readings = PodReadings()
+        """Each pod's last version read and its reading: a pod bound or run is not read again from its manifest."""
         binding = config.binding
         options: dict[str, Any] = {
             "workers": binding.workers,
@@ -430,12 +433,13 @@ class Serve:
                 gone = self.pods.pop(key, None)
                 if gone is not None:
                     self.binder.forget(gone.uid)
+                self.readings.forget(str((obj.get("metadata") or {}).get("uid", "")))  # (read or not: out of scope)
             else:
                 self.pods[key] = _pod_ref(obj)
             if not self._in_scope(obj):
                 return
         try:
-            observed = cluster_event(event.type, event.kind, obj)
+            observed = cluster_event(event.type, event.kind, obj, lambda pod: self.readings.read(event.type, pod))
         except ManifestError as exc:
             self._unreadable(event, str(exc))
             return

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .builder import GIB, NodeSpec, add_node, build_graph, node_path, remove_node
-from .graph import (
+from kubeflux._native import use_compiled
+
+COMPILED: bool = use_compiled(__name__, __path__)
+"""Whether the graph and its builder run compiled (mypyc) rather than from the sources (see ``_native``)."""
+
+# (after use_compiled: the compiled modules shadow the sources)
+from .builder import GIB, NodeSpec, add_node, build_graph, node_path, remove_node  # noqa: E402
+from .graph import (  # noqa: E402
     CONTAINMENT,
     Edge,
     Graph,
@@ -16,8 +22,8 @@ from .graph import (
     paused_gc,
     settle_gc,
 )
-from .grug import Recipe, generate, load_grug, parse_recipe, read_grug
-from .jgf import (
+from .grug import Recipe, generate, load_grug, parse_recipe, read_grug  # noqa: E402
+from .jgf import (  # noqa: E402
     JgfDocument,
     JgfEdge,
     JgfVertex,

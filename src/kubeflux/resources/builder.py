@@ -156,8 +156,9 @@ def _ensure_root(graph: Graph, cluster: str) -> int:
         raise GraphFormatError(f"cluster name {cluster!r} must be non-empty and contain no '/'")
     name = cluster + "0"
     vertex = graph.add_vertex("cluster", cluster, name, 0, len(graph.vertices), paths={CONTAINMENT: "/" + name})
-    graph.roots[CONTAINMENT] = vertex.uid
-    return vertex.uid
+    uid: int = vertex.uid
+    graph.roots[CONTAINMENT] = uid
+    return uid
 
 
 def _ensure_group(graph: Graph, parent: Vertex, type_: str, label: str) -> Vertex:

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import TypeVar
+from typing import Any, TypeVar
 
 CONTAINMENT = "containment"
 
@@ -46,6 +46,17 @@ class Edge:
     subsystem: str = CONTAINMENT
     relation: str = "contains"
 
+    # Written out (docs/native.md: a compiled dataclass's generated ``__init__`` stays interpreted), with the
+    # ``__reduce__`` that pickle needs then: a graph of 5,000 nodes makes 340,000 edges and as many vertices.
+    def __init__(self, source: int, target: int, subsystem: str = CONTAINMENT, relation: str = "contains") -> None:
+        self.source = source
+        self.target = target
+        self.subsystem = subsystem
+        self.relation = relation
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Edge, (self.source, self.target, self.subsystem, self.relation))
+
 
 @dataclass(slots=True, eq=False)
 class Vertex:
@@ -56,7 +67,9 @@ class Vertex:
     ``paths`` maps a subsystem name to the vertex's path in it (``/tiny0/rack0/node1/socket0/core17``).
     """
 
-    uid: int
+    uid: Any
+    """An ``int``, typed ``Any`` so that, compiled, the vertex holds the one int object that every index and the
+    engine's tables by vertex share (a native ``int`` field would be boxed anew at each read: docs/native.md)."""
     type: str
     basename: str
     name: str
@@ -79,6 +92,65 @@ class Vertex:
     :attr:`out` is."""
     removed: bool = False
     """True once :meth:`Graph.remove_subtree` detached the vertex; its uid stays taken, it is in no index."""
+
+    def __init__(  # written out, as Edge's is
+        self,
+        uid: Any,
+        type: str,
+        basename: str,
+        name: str,
+        id: int,
+        uniq_id: int,
+        size: int = 1,
+        unit: str = "",
+        rank: int = -1,
+        status: Status = Status.UP,
+        properties: dict[str, str] | None = None,
+        paths: dict[str, str] | None = None,
+        out: list[int] | None = None,
+        parent: int = -1,
+        children: list[int] | None = None,
+        removed: bool = False,
+    ) -> None:
+        self.uid = uid
+        self.type = type
+        self.basename = basename
+        self.name = name
+        self.id = id
+        self.uniq_id = uniq_id
+        self.size = size
+        self.unit = unit
+        self.rank = rank
+        self.status = status
+        self.properties = {} if properties is None else properties
+        self.paths = {} if paths is None else paths
+        self.out = [] if out is None else out
+        self.parent = parent
+        self.children = [] if children is None else children
+        self.removed = removed
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (
+            Vertex,
+            (
+                self.uid,
+                self.type,
+                self.basename,
+                self.name,
+                self.id,
+                self.uniq_id,
+                self.size,
+                self.unit,
+                self.rank,
+                self.status,
+                self.properties,
+                self.paths,
+                self.out,
+                self.parent,
+                self.children,
+                self.removed,
+            ),
+        )
 
 
 class Graph:
@@ -177,7 +249,7 @@ class Graph:
         first_edge = len(edges)
         added: list[int] = []
         for id_ in ids:
-            uid = len(vertices)  # (one int object, shared by every index below)
+            uid: Any = len(vertices)  # (one int object, shared by every index below: see docs/native.md)
             name = names.get(id_)
             if name is None:
                 name = names[id_] = basename + str(id_) if id_ != -1 else basename

@@ -288,8 +288,9 @@ class _Emitter:
             rank=self.rank,
             paths={template.subsystem: "/" + name},
         )
-        graph.roots[template.subsystem] = vertex.uid
-        return vertex.uid
+        uid: int = vertex.uid
+        graph.roots[template.subsystem] = uid
+        return uid
 
     def multiply(self, edge: RecipeEdge, sources: list[int], targets: list[int]) -> None:
         """Make ``multi_scale`` children under every source."""

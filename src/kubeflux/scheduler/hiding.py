@@ -211,7 +211,8 @@ def domain_of(vertices: list[Vertex], node: Vertex, kind: str) -> int | None:
     while vertex.parent != -1:
         vertex = vertices[vertex.parent]
         if vertex.type == kind:
-            return vertex.uid
+            uid: int = vertex.uid
+            return uid
     return None
 
 

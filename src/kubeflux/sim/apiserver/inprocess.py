@@ -19,10 +19,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 from collections.abc import Callable
-from operator import attrgetter
 from typing import Any
 
 from kubeflux.apiobjects.decisions import (
@@ -35,7 +33,8 @@ from kubeflux.apiobjects.decisions import (
 )
 from kubeflux.apiobjects.disruption import budget_from_manifest
 from kubeflux.apiobjects.eventbudget import EventBudget
-from kubeflux.apiobjects.manifests import ManifestError, pod_from_manifest
+from kubeflux.apiobjects.manifests import ManifestError
+from kubeflux.apiobjects.podreadings import PodReadings
 from kubeflux.apiobjects.watched import cluster_event
 from kubeflux.scheduler.decisions import apply_decisions
 from kubeflux.scheduler.interface import (
@@ -54,7 +53,7 @@ from kubeflux.scheduler.interface import (
     expected_start_text,
     rfc3339,
 )
-from kubeflux.scheduler.objects import Pod, PodPhase
+from kubeflux.scheduler.objects import Pod
 from kubeflux.scheduler.storage import ClaimBinding
 from kubeflux.sim.apiserver.claim_controller import free_claim, unwrite_claims, write_claims
 from kubeflux.sim.apiserver.clock import Clock, Timer
@@ -94,8 +93,8 @@ class InProcessSchedulers:
         """In virtual time the pacer runs the cycles (:meth:`run_cycle`): once per time point, as the simulator
         asks its schedulers, and again only for events that may let a pod run (see :func:`_enabling`)."""
         self._due = False
-        self._pods: dict[str, tuple[Object, Pod]] = {}
-        """uid → the last version of a pod read, and its reading."""
+        self.readings = PodReadings()
+        """The last version of each pod read, and its reading."""
         self.clock: Clock = clock or WallClock()
         registry = store.registry
         kinds = [
@@ -220,34 +219,18 @@ class InProcessSchedulers:
             self._observe(type_, resource, event.obj, now, event.prev)
 
     def _pod(self, type_: str, obj: Object, prev: Object | None) -> Pod:
-        """The pod ``obj`` as the schedulers see it. Reading a manifest is the costly part of following the API;
-        a change of what the scheduler, the kubelet and the binding write (phase, ``nodeName``, annotations, the
-        deletion mark) updates the last reading when nothing else :func:`pod_from_manifest` reads has changed."""
-        uid = obj["metadata"]["uid"]
-        pod = self.known_pod(obj, prev)
-        if pod is None:
-            pod = pod_from_manifest(obj)
-        if type_ != "DELETED":
-            self._pods[uid] = (obj, pod)
-        else:
-            self._pods.pop(uid, None)
-            self.event_budget.forget(uid)
+        """The pod ``obj`` as the schedulers see it: read once (:class:`~kubeflux.apiobjects.podreadings.PodReadings`),
+        then brought up to date by what its writers change."""
+        pod = self.readings.read(type_, obj, prev)
+        if type_ == "DELETED":
+            self.event_budget.forget(pod.uid)
         return pod
 
     def known_pod(self, obj: Object, prev: Object | None) -> Pod | None:
-        """The reading of pod ``obj`` (changed from ``prev``, its previous version) if it is the last one read or
-        follows from it by :func:`_written_fields`; None when the manifest must be read. The simulated kubelet
-        asks here before reading a pod it admits: the schedulers have nearly always read it already."""
-        last = self._pods.get(obj["metadata"]["uid"])
-        if last is None:
-            return None
-        if last[0] is obj:
-            return last[1]
-        if prev is not None and last[0] is prev:
-            changes = _written_fields(obj, prev)
-            if changes is not None:
-                return _pod_with(last[1], changes)
-        return None
+        """The reading of pod ``obj`` (changed from ``prev``, its previous version) if it follows from the last one
+        (:meth:`PodReadings.known`); None when the manifest must be read. The simulated kubelet asks here before
+        reading a pod it admits: the schedulers have nearly always read it already."""
+        return self.readings.known(obj, prev)
 
     def _wake_on_event(self) -> None:
         if not self.paced:  # paced: the pacer looks at the queued events itself
@@ -430,9 +413,6 @@ def _enabling(type_: str, event: WatchEvent) -> bool:
     return bool(event.obj["metadata"].get("deletionTimestamp") and not event.prev["metadata"].get("deletionTimestamp"))
 
 
-_PHASES = frozenset(phase.value for phase in PodPhase)
-
-
 def _status_only(obj: Object, prev: Object) -> bool:
     """Whether only the status (and the resourceVersion) of ``prev`` changed."""
     meta, old = obj["metadata"], prev["metadata"]
@@ -451,79 +431,3 @@ def _heartbeat_only(obj: Object, prev: Object) -> bool:
         return {**status, "conditions": conditions}
 
     return _status_only(obj, prev) and beatless(obj) == beatless(prev)
-
-
-_WRITTEN_METADATA = frozenset({"resourceVersion", "annotations", "deletionTimestamp", "deletionGracePeriodSeconds"})
-
-
-def _written_fields(obj: Object, prev: Object) -> dict[str, Any] | None:
-    """The :class:`Pod` fields that differ between ``prev`` and ``obj`` when only the phase, ``spec.nodeName``,
-    the annotations or the deletion mark changed (the store validated them); None when anything else
-    :func:`pod_from_manifest` reads changed (then the pod is read again)."""
-    spec, before = obj.get("spec") or {}, prev.get("spec") or {}
-    if spec is not before:  # a status write keeps the stored spec itself
-        if any(v != before.get(k) for k, v in spec.items() if k != "nodeName"):
-            return None
-        if any(k not in spec for k in before if k != "nodeName"):
-            return None
-    meta, old = obj["metadata"], prev["metadata"]
-    for key, value in meta.items():
-        if key not in _WRITTEN_METADATA and value is not old.get(key) and value != old.get(key):
-            return None
-    if any(k not in meta for k in old if k not in _WRITTEN_METADATA):
-        return None
-    status, was = obj.get("status") or {}, prev.get("status") or {}
-    if status is not was and (
-        _resized(status, was) or status.get("resourceClaimStatuses") != was.get("resourceClaimStatuses")
-    ):
-        return None  # (the claims made for it: read again)
-    phase = status.get("phase") or "Pending"
-    node = spec.get("nodeName") or ""
-    if phase not in _PHASES or not isinstance(node, str):
-        return None
-    return {
-        "phase": PodPhase(phase),
-        "node_name": node,
-        "annotations": dict(meta.get("annotations") or {}),
-        "deleted": meta.get("deletionTimestamp") is not None,
-        "manifest": dict(obj),
-    }
-
-
-def _resized(status: Object, was: Object) -> bool:
-    """Whether what :func:`pod_from_manifest` reads of a status (an in-place resize: ``resize``, the ``PodResize*``
-    conditions, the containers' ``resources``) differs. Most writes keep the containers' statuses themselves, so
-    they are compared only when they are other objects."""
-    if status.get("resize") != was.get("resize"):
-        return True
-    for field in ("containerStatuses", "initContainerStatuses"):
-        now, before = status.get(field), was.get(field)
-        if now is not before and _container_resources(now) != _container_resources(before):
-            return True
-    now, before = status.get("conditions"), was.get("conditions")
-    return now is not before and _resize_conditions(now) != _resize_conditions(before)
-
-
-def _container_resources(statuses: Any) -> list[tuple[Any, ...]]:
-    return [  # a container status without resources is not read
-        (c.get("name"), c["resources"], c.get("allocatedResources"))
-        for c in statuses or ()
-        if isinstance(c, dict) and c.get("resources") is not None
-    ]
-
-
-def _resize_conditions(conditions: Any) -> list[Object]:
-    return [c for c in conditions or () if isinstance(c, dict) and str(c.get("type")).startswith("PodResize")]
-
-
-_POD_FIELDS = tuple(f.name for f in dataclasses.fields(Pod) if f.init)
-_POD_VALUES = attrgetter(*_POD_FIELDS)
-_POD_INDEX = {name: index for index, name in enumerate(_POD_FIELDS)}
-
-
-def _pod_with(pod: Pod, changes: dict[str, Any]) -> Pod:
-    """``dataclasses.replace(pod, **changes)`` in a third of its time (it is called for every pod event)."""
-    values = list(_POD_VALUES(pod))
-    for name, value in changes.items():
-        values[_POD_INDEX[name]] = value
-    return Pod(*values)

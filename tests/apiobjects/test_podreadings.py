@@ -1,0 +1,179 @@
+"""A pod read once (``PodReadings``) is the pod read afresh, whatever changed between two versions of its manifest."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kubeflux.apiobjects.manifests import pod_from_manifest
+from kubeflux.apiobjects.podreadings import PodReadings, written_fields
+
+
+def _pod() -> dict[str, Any]:
+    """A pending pod as kube-apiserver v1.36 serves it (defaults filled in, managedFields and all)."""
+    return {
+        "kind": "Pod",
+        "apiVersion": "v1",
+        "metadata": {
+            "name": "pod-0",
+            "namespace": "default",
+            "uid": "9f53a0a9-66d5-4cf8-97a7-0ae1f8d31b72",
+            "resourceVersion": "208",
+            "generation": 1,
+            "creationTimestamp": "2026-11-30T21:31:17Z",
+            "labels": {"app": "bench"},
+            "managedFields": [{"manager": "unknown", "operation": "Update", "apiVersion": "v1"}],
+        },
+        "spec": {
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "busybox:1.36",
+                    "resources": {"requests": {"cpu": "1", "memory": "1Gi"}},
+                    "imagePullPolicy": "IfNotPresent",
+                }
+            ],
+            "restartPolicy": "Always",
+            "schedulerName": "kubeflux",
+            "tolerations": [
+                {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"},
+            ],
+            "priority": 0,
+            "preemptionPolicy": "PreemptLowerPriority",
+        },
+        "status": {"phase": "Pending", "qosClass": "Burstable"},
+    }
+
+
+def _bind(pod: dict[str, Any], node: str) -> None:
+    pod["spec"]["nodeName"] = node
+    pod["status"].setdefault("conditions", []).append({"type": "PodScheduled", "status": "True"})
+
+
+def _run(pod: dict[str, Any], phase: str) -> None:
+    pod["status"]["phase"] = phase
+    pod["status"]["containerStatuses"] = [{"name": "main", "ready": phase == "Running", "restartCount": 0}]
+
+
+def _annotate(pod: dict[str, Any], key: str, value: str | None) -> None:
+    annotations = pod["metadata"].setdefault("annotations", {})
+    if value is None:
+        annotations.pop(key, None)
+    else:
+        annotations[key] = value
+
+
+def _delete(pod: dict[str, Any]) -> None:
+    pod["metadata"]["deletionTimestamp"] = "2026-11-30T21:40:00Z"
+    pod["metadata"]["deletionGracePeriodSeconds"] = 30
+
+
+def _manage(pod: dict[str, Any]) -> None:
+    pod["metadata"]["managedFields"].append({"manager": "kubelet", "operation": "Update", "subresource": "status"})
+
+
+def _relabel(pod: dict[str, Any], value: str) -> None:
+    pod["metadata"]["labels"]["app"] = value
+
+
+def _request(pod: dict[str, Any], cpu: str) -> None:
+    pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = cpu
+
+
+def _resize(pod: dict[str, Any], cpu: str) -> None:
+    status = {"name": "main", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}
+    pod["status"]["containerStatuses"] = [status]
+
+
+def _prioritise(pod: dict[str, Any], priority: int) -> None:
+    pod["spec"]["priority"] = priority
+
+
+def _select(pod: dict[str, Any], zone: str) -> None:
+    pod["spec"]["nodeSelector"] = {"topology.kubernetes.io/zone": zone}
+
+
+def _claim_status(pod: dict[str, Any], name: str) -> None:
+    pod["status"]["resourceClaimStatuses"] = [{"name": "gpu", "resourceClaimName": name}]
+
+
+_CHANGES = st.one_of(
+    st.sampled_from(["node-0", "node-1"]).map(lambda n: ("bind", n)),
+    st.sampled_from(["Running", "Succeeded", "Failed"]).map(lambda p: ("run", p)),
+    st.tuples(st.sampled_from(["a", "kubeflux.io/expected-start"]), st.none() | st.sampled_from(["1", "2"])).map(
+        lambda kv: ("annotate", *kv)
+    ),
+    st.just(("delete",)),
+    st.just(("manage",)),
+    st.sampled_from(["bench", "other"]).map(lambda v: ("relabel", v)),
+    st.sampled_from(["1", "2", "500m"]).map(lambda c: ("request", c)),
+    st.sampled_from(["1", "2"]).map(lambda c: ("resize", c)),
+    st.integers(-5, 5).map(lambda p: ("prioritise", p)),
+    st.sampled_from(["a", "b"]).map(lambda z: ("select", z)),
+    st.sampled_from(["c1", "c2"]).map(lambda n: ("claim_status", n)),
+)
+_APPLY = {
+    "bind": _bind,
+    "run": _run,
+    "annotate": _annotate,
+    "delete": _delete,
+    "manage": _manage,
+    "relabel": _relabel,
+    "request": _request,
+    "resize": _resize,
+    "prioritise": _prioritise,
+    "select": _select,
+    "claim_status": _claim_status,
+}
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(_CHANGES, min_size=1, max_size=3), min_size=1, max_size=6))
+def test_a_pod_read_once_is_the_pod_read_afresh_after_any_changes(versions: list[list[tuple[Any, ...]]]) -> None:
+    """Each version a deep copy (as a watch delivers it: nothing shared with the last), its reading equal to a fresh
+    one, whether the reading was carried over or the manifest read again."""
+    readings = PodReadings()
+    pod = _pod()
+    assert readings.read("ADDED", pod) == pod_from_manifest(pod)
+    for changes in versions:
+        pod = copy.deepcopy(pod)
+        for name, *args in changes:
+            _APPLY[name](pod, *args)
+        pod["metadata"]["resourceVersion"] = str(int(pod["metadata"]["resourceVersion"]) + 1)
+        assert readings.read("MODIFIED", pod) == pod_from_manifest(pod)
+    readings.read("DELETED", pod)
+    assert len(readings) == 0
+
+
+def test_what_a_bind_and_the_kubelet_write_is_carried_over_and_nothing_else() -> None:
+    pending = _pod()
+    bound = copy.deepcopy(pending)
+    _bind(bound, "node-0")
+    _manage(bound)
+    changes = written_fields(bound, pending)
+    assert changes is not None and changes["node_name"] == "node-0"
+    running = copy.deepcopy(bound)
+    _run(running, "Running")
+    _annotate(running, "kubeflux.io/expected-start", None)
+    assert written_fields(running, bound) is not None
+    for change in (_relabel, _request, _resize, _select, _claim_status):
+        other = copy.deepcopy(running)
+        change(other, "2")
+        assert written_fields(other, running) is None, change.__name__
+
+
+def test_a_version_that_does_not_follow_the_last_one_read_is_read_again() -> None:
+    """Given the version before (the served cluster's watch events carry it), a reading follows only from it."""
+    readings = PodReadings()
+    first = _pod()
+    readings.read("ADDED", first)
+    second = copy.deepcopy(first)
+    _bind(second, "node-1")
+    assert readings.known(second, prev=copy.deepcopy(first)) is None  # another version before: not the one read
+    assert readings.known(second, prev=first) == pod_from_manifest(second)
+    assert readings.known(second) == pod_from_manifest(second)
+    readings.forget(first["metadata"]["uid"])
+    assert readings.known(second) is None
