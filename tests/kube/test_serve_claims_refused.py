@@ -116,8 +116,8 @@ def test_an_older_watch_event_of_a_claim_never_overwrites_the_answer_to_serves_o
     held = HeldClaims(serve, "default/c")
     heard: list[int] = []
 
-    def read(type_: str, kind: str, obj: dict[str, Any]) -> Any:  # what serve reads is what its cores hear
-        event = cluster_event(type_, kind, obj)
+    def read(type_: str, kind: str, obj: dict[str, Any], *reader: Any) -> Any:  # what its cores hear
+        event = cluster_event(type_, kind, obj, *reader)
         if isinstance(event.obj, ResourceClaim):
             heard.append(int(event.obj.resource_version))
         return event

@@ -50,6 +50,7 @@ import pickle
 import signal
 import sys
 import threading
+import time
 import types
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
@@ -74,6 +75,10 @@ _STOPPING = {signal.SIGINT, signal.SIGTERM}
 _ABOUT_PODS = frozenset({"bind", "unschedulable", "warn", "evict", "deallocate", "forget"})
 _LAST_WORDS = frozenset({"stopped", "failed"})
 """What the child says last: its sender ends after it."""
+_GATHER_SECONDS = 0.002
+"""How long the child's sender lets answers gather before it sends what it has as one message: in a burst the
+Bindings are answered ~0.1-1 ms apart, and each message costs both processes a pickle, two system calls and the
+parent's reader a wake-up. 10,000 Bindings on the real API server: 8,028 messages at once (issue 28)."""
 
 
 def _client_from(configuration: bytes, user_agent: str) -> client.ApiClient:
@@ -131,6 +136,8 @@ def _child(
             with waiting:
                 while not outbox:
                     waiting.wait()
+            time.sleep(_GATHER_SECONDS)  # (what the Binder's threads say meanwhile goes in the same message)
+            with waiting:
                 said = outbox[:]
                 outbox.clear()
             try:

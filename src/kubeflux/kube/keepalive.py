@@ -25,6 +25,7 @@ is not HTTP, a malformed size included), which serve's callers handle as they ha
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterator
 from time import monotonic
 from typing import NamedTuple
 
@@ -32,7 +33,7 @@ import urllib3
 from urllib3.connection import HTTPConnection
 from urllib3.exceptions import ProtocolError
 
-__all__ = ["Connections", "Reply"]
+__all__ = ["Connections", "Reply", "chunked_body"]
 
 _CHUNK = 65536
 _MAX_HEAD = 1 << 20
@@ -67,16 +68,16 @@ class Reply(NamedTuple):
 
 
 class _Reader:
-    """The bytes of one response as they arrive on ``sock``."""
+    """The bytes of one response as ``recv`` (a socket's, or a buffered reader's ``read1``) gives them."""
 
-    __slots__ = ("buffer", "sock")
+    __slots__ = ("buffer", "recv")
 
-    def __init__(self, sock: object) -> None:
-        self.sock = sock
+    def __init__(self, recv: Callable[[int], bytes]) -> None:
+        self.recv = recv
         self.buffer = bytearray()
 
     def more(self) -> None:
-        chunk: bytes = self.sock.recv(_CHUNK)  # type: ignore[attr-defined]
+        chunk = self.recv(_CHUNK)
         if not chunk:
             raise ProtocolError("Connection aborted.", ConnectionError("the server closed the connection mid-response"))
         self.buffer += chunk
@@ -104,25 +105,32 @@ class _Reader:
 
     def to_end(self) -> bytes:
         while True:
-            chunk: bytes = self.sock.recv(_CHUNK)  # type: ignore[attr-defined]
+            chunk = self.recv(_CHUNK)
             if not chunk:
                 taken = bytes(self.buffer)
                 self.buffer.clear()
                 return taken
             self.buffer += chunk
 
-    def chunked(self) -> bytes:
-        parts: list[bytes] = []
+    def chunks(self) -> Iterator[bytes]:
+        """Each chunk's data of a chunked body, as it arrives; the trailer read at the end."""
         while True:
             line = self.until(b"\r\n")
             size = _size(line.split(b";", 1)[0].decode("latin-1"), 16, "chunk size")
             if size == 0:
                 while self.until(b"\r\n"):  # trailer fields, then the empty line
                     pass
-                return b"".join(parts)
-            parts.append(self.exactly(size))
+                return
+            yield self.exactly(size)
             if self.exactly(2) != b"\r\n":
                 raise ProtocolError("a chunk not followed by CRLF")
+
+
+def chunked_body(recv: Callable[[int], bytes]) -> Iterator[bytes]:
+    """Each chunk's data of a chunked response body read through ``recv`` (its status line and headers read
+    already), as it arrives: a watch stream read straight from its connection (:mod:`kubeflux.kube.reflector`).
+    A malformed size or a connection closed mid-body raises :class:`~urllib3.exceptions.ProtocolError`."""
+    return _Reader(recv).chunks()
 
 
 def _read(reader: _Reader, method: str) -> tuple[Reply, bool]:
@@ -144,7 +152,7 @@ def _read(reader: _Reader, method: str) -> tuple[Reply, bool]:
     if method == "HEAD" or status in (204, 304):
         data = b""
     elif "chunked" in fields.get("transfer-encoding", "").lower():
-        data = reader.chunked()
+        data = b"".join(reader.chunks())
     elif "content-length" in fields:
         data = reader.exactly(_size(fields["content-length"], 10, "Content-Length"))
     else:
@@ -221,7 +229,7 @@ class Connections:
             sock = connection.sock
             assert sock is not None
             sock.sendall(request)
-            reply, reusable = _read(_Reader(sock), method)
+            reply, reusable = _read(_Reader(sock.recv), method)
         except BaseException:
             connection.close()
             raise
