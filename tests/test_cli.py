@@ -17,3 +17,20 @@ def test_starting_kubeflux_loads_no_cel_library_until_a_selector_is_read() -> No
     probe = "import sys, kubeflux.cli, kubeflux.kube.serve; print(sorted({'cel', 'prompt_toolkit'} & set(sys.modules)))"
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert loaded.stdout.strip() == "[]"
+
+
+def test_a_subcommand_run_imports_its_own_modules_not_the_others() -> None:
+    """``kubeflux serve`` imports neither the simulator's command, the served cluster's nor the harness (0.1-0.2 s of
+    serve's start); ``kubeflux --help`` still lists every subcommand."""
+    probe = (
+        "import sys; from kubeflux import cli; sys.argv = ['kubeflux', 'serve', '--help']\n"
+        "try:\n    cli.main()\nexcept SystemExit:\n    pass\n"
+        "others = {'kubeflux.sim.command', 'kubeflux.sim.apiserver.command', 'kubeflux.controlplane.harness'}\n"
+        "print(sorted(others & set(sys.modules)), 'kubeflux.kube.command' in sys.modules)"
+    )
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert loaded.stdout.splitlines()[-1] == "[] True"
+    command = [sys.executable, "-m", "kubeflux.cli", "--help"]
+    listed = subprocess.run(command, capture_output=True, text=True, check=True)
+    for name in ("simulate", "sweep", "serve", "queue", "cluster", "kube", "demo", "query", "version"):
+        assert f" {name} " in listed.stdout, name

@@ -2,23 +2,18 @@
 
 from __future__ import annotations
 
+import sys
+from typing import Any
+
 import typer
 
-app = typer.Typer(
-    name="kubeflux",
-    help="An HPC-grade, Fluxion-compatible graph scheduler for Kubernetes, with a virtual-time simulator.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
+from kubeflux import commands as _commands
 
 
-@app.callback()
 def _root() -> None:
     """kubeflux: place HPC jobs the way Flux's Fluxion does, on Kubernetes or in a simulated cluster."""
 
 
-@app.command()
 def version() -> None:
     """Print kubeflux's version, and which engine runs: compiled (mypyc, built by ``make``) or pure Python."""
     # importing each compiled group settles which engine it runs
@@ -34,14 +29,33 @@ def version() -> None:
     typer.echo(_native.describe())
 
 
-# Subcommands are registered by their own modules (kept out of this file so each shell stays small).
-from kubeflux import commands as _commands  # noqa: E402
+def make_app(only: str | None = None) -> typer.Typer:
+    """The command with every subcommand, or with only ``only`` (one of ``commands.SUBCOMMANDS``): a run imports the
+    modules of the subcommand it runs, not the others' (:mod:`kubeflux.commands`)."""
+    made = typer.Typer(
+        name="kubeflux",
+        help="An HPC-grade, Fluxion-compatible graph scheduler for Kubernetes, with a virtual-time simulator.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+    )
+    made.callback()(_root)
+    made.command()(version)
+    _commands.register(made, only)
+    return made
 
-_commands.register(app)
+
+def __getattr__(name: str) -> Any:
+    """``app``, the whole command (every subcommand), made on first use (tests drive it with typer's runner)."""
+    if name == "app":
+        made = globals()["app"] = make_app()
+        return made
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main() -> None:
-    app()
+    named = sys.argv[1] if len(sys.argv) > 1 else None
+    make_app(named if named in _commands.SUBCOMMANDS else None)()
 
 
 if __name__ == "__main__":
