@@ -5,9 +5,10 @@ Reading a manifest (:func:`~kubeflux.apiobjects.manifests.pod_from_manifest`) is
 API: every pod arrives once pending, once bound, then with each phase. What the scheduler, the kubelet and the
 binding write (the phase, ``spec.nodeName``, the annotations, the deletion mark, the conditions) changes no other
 field that ``pod_from_manifest`` reads, so when nothing else changed the last reading is copied with those fields
-(:func:`written_fields`); anything else changed, and the manifest is read again. The API server validated both
-versions (``serve`` reads the real one's, the served cluster its store's), so the copy equals a fresh reading
-(``tests/apiobjects/test_podreadings.py`` checks it on generated changes).
+(:func:`written_fields`); anything else changed, and the manifest is read again. The copy equals a fresh reading
+(``tests/apiobjects/test_podreadings.py`` checks it on generated changes): what the API server does not check of
+the written fields (``pods/binding`` takes any node name that is set) is checked here as the reader checks it, and a
+version the reader would refuse is read again, so that its error names the field.
 
 Both shells that follow a cluster use it: ``serve`` (its watch events) and the served cluster's in-process
 schedulers and kubelet (:mod:`kubeflux.sim.apiserver.inprocess`).
