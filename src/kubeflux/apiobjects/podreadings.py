@@ -85,7 +85,7 @@ def written_fields(obj: Object, prev: Object) -> dict[str, Any] | None:
     of ``obj`` that :func:`pod_from_manifest` would refuse (a phase that is no string, a node name that is no DNS
     subdomain: ``pods/binding`` checks only that it is set) gives None too, so that the fresh reading says why."""
     spec, before = _section(obj, "spec"), _section(prev, "spec")
-    if spec is None or before is None or obj.get("kind") != prev.get("kind"):
+    if spec is None or before is None or obj.get("kind") not in (None, "Pod"):  # (a list's items carry no kind)
         return None
     if spec is not before:  # a status write keeps the stored spec itself
         if any(v != before.get(k) for k, v in spec.items() if k != "nodeName"):
