@@ -106,8 +106,9 @@ a pod's fields carry whatever a hostile client put there (a float count where th
 validation rejects it naming the field, and compiled code would instead fail its type check with a TypeError.
 ``storage`` holds the storage objects beside ``objects``, for the same reason.
 ``testing`` is the tests' double of a cluster: nothing of a run. ``grug`` and ``jgf`` read graph files as users
-wrote them (a hostile JGF's field of the wrong type is a ``GraphFormatError`` naming it), once per load. ``queueview`` copies the queue for people when
-asked (``kubeflux queue``), and ``queuejobs`` gathers it per Job: nothing of a pass."""
+wrote them (a hostile JGF's field of the wrong type is a ``GraphFormatError`` naming it), once per load.
+``queueview`` copies the queue for people when asked (``kubeflux queue``), and ``queuejobs`` gathers it per Job:
+nothing of a pass."""
 
 
 def kubeflux_imports(path: Path, src: Path) -> set[Path]:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubeflux.apiobjects.manifests import pod_from_manifest
+from kubeflux.apiobjects.manifests import ManifestError, pod_from_manifest
 from kubeflux.apiobjects.podreadings import PodReadings, written_fields
 
 
@@ -177,3 +178,83 @@ def test_a_version_that_does_not_follow_the_last_one_read_is_read_again() -> Non
     assert readings.known(second) == pod_from_manifest(second)
     readings.forget(first["metadata"]["uid"])
     assert readings.known(second) is None
+
+
+def _bound_elsewhere(node: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    pending = _pod()
+    bound = copy.deepcopy(pending)
+    _bind(bound, node)
+    return pending, bound
+
+
+def test_a_bind_to_a_node_name_the_api_checks_only_for_emptiness_is_refused_as_a_fresh_reading_refuses_it() -> None:
+    """``pods/binding`` checks only that ``target.name`` is set (kube-apiserver's ValidatePodBinding; the served
+    cluster's store alike): a client may bind a pod to ``Node_1``, which ``pod_from_manifest`` refuses naming
+    ``spec.nodeName``. The carried reading must refuse it too, not hand the cores a pod on a node no reading accepts."""
+    pending, bound = _bound_elsewhere("Node_1")
+    readings = PodReadings()
+    readings.read("ADDED", pending)
+    with pytest.raises(ManifestError, match=r"spec\.nodeName"):
+        pod_from_manifest(bound)
+    with pytest.raises(ManifestError, match=r"spec\.nodeName"):
+        readings.read("MODIFIED", bound)
+
+
+@pytest.mark.parametrize(
+    ("section", "field", "value"),
+    [
+        ("status", "phase", ["Running"]),  # unhashable: was a TypeError out of `phase in _PHASES`
+        ("status", "phase", {"a": 1}),
+        ("status", "phase", []),  # falsy: was taken as Pending
+        ("status", "containerStatuses", 3),  # was a TypeError iterating it
+        ("status", "containerStatuses", "main"),  # a string iterates as characters: was carried over
+        ("status", "initContainerStatuses", True),
+        ("status", "conditions", 1.5),
+        ("status", "conditions", "Ready"),
+        ("metadata", "annotations", ""),  # falsy: was taken as no annotations
+        ("metadata", "annotations", {"kubeflux.io/expected-start": 5}),
+        ("spec", "nodeName", ["node-0"]),
+    ],
+)
+def test_a_version_no_reading_accepts_is_refused_with_the_readers_error(section: str, field: str, value: Any) -> None:
+    """Whatever the server sends, the reading carried over is the fresh one: a ManifestError naming the field when
+    ``pod_from_manifest`` refuses the version (serve catches that, and only that), never a reading nor a TypeError."""
+    readings = PodReadings()
+    pod = _pod()
+    readings.read("ADDED", pod)
+    changed = copy.deepcopy(pod)
+    changed[section][field] = value
+    with pytest.raises(ManifestError) as fresh:
+        pod_from_manifest(changed)
+    with pytest.raises(ManifestError) as carried:
+        readings.read("MODIFIED", changed)
+    assert str(carried.value) == str(fresh.value)
+
+
+def test_a_change_of_kind_is_read_again_but_a_listed_pod_without_one_is_carried_over() -> None:
+    """A list's items carry no ``kind`` (the watch's do): a pod listed at serve's start, then bound, is carried over;
+    another kind is the reader's error."""
+    readings = PodReadings()
+    listed = _pod()
+    del listed["kind"]
+    readings.read("ADDED", listed)
+    bound = copy.deepcopy(_pod())
+    _bind(bound, "node-0")
+    assert written_fields(bound, listed) is not None
+    assert readings.read("MODIFIED", bound) == pod_from_manifest(bound)
+    changed = {**copy.deepcopy(bound), "kind": "Node"}
+    with pytest.raises(ManifestError, match="kind"):
+        readings.read("MODIFIED", changed)
+
+
+def test_a_pod_deleted_in_a_version_no_reading_accepts_is_forgotten() -> None:
+    """The served cluster reads its DELETED events itself (no ``forget``): a last version its reader refuses
+    (here bound to ``Node_1``, then deleted) must not keep the pod's entry for ever."""
+    pending, bound = _bound_elsewhere("Node_1")
+    readings = PodReadings()
+    readings.read("ADDED", pending)
+    deleted = copy.deepcopy(bound)
+    _delete(deleted)
+    with pytest.raises(ManifestError):
+        readings.read("DELETED", deleted, prev=bound)
+    assert len(readings) == 0

@@ -222,6 +222,21 @@ def test_scope_zero_ignores_stride_and_negative_scope_gives_no_id() -> None:
         ("<graphml/>", "no <graph> element"),
         (RECIPE.replace("EDGE", '<data key="gen_method">MULTIPLE</data>'), "unknown gen_method 'MULTIPLE'"),
         (RECIPE.replace("EDGE", '<data key="multi_scale">two</data>'), "multi_scale='two' is not an integer"),
+        # what Python's int() takes and Boost's lexical_cast (read_graphml) refuses
+        (RECIPE.replace("EDGE", '<data key="multi_scale">1_0</data>'), "multi_scale='1_0' is not an integer"),
+        (RECIPE.replace("EDGE", '<data key="id_start">٣</data>'), "id_start='٣' is not an integer"),
+        (
+            RECIPE.replace("EDGE", '<data key="id_start">2147483648</data>'),
+            "id_start=2147483648 is out of range (a 32-bit integer)",
+        ),
+        (
+            RECIPE.replace('key="basename">x</data>', 'key="basename">x</data><data key="size">-5</data>'),
+            "node 'x': size=-5 must not be negative",
+        ),
+        (
+            RECIPE.replace('key="basename">x</data>', f'key="basename">x</data><data key="size">{2**63}</data>'),
+            f"node 'x': size={2**63} is out of range (a 64-bit integer)",
+        ),
         (RECIPE.replace("EDGE", '<data key="colour">red</data>'), "<data key='colour'> refers to no declared <key>"),
         (RECIPE.replace('target="x"', 'target="y"'), "refers to unknown target node 'y'"),
         (

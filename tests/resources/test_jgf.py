@@ -245,6 +245,10 @@ def test_exclusive_and_status_are_parsed() -> None:
         (_jgf([_node("3", "core")], [{"source": "3", "target": "4"}]), "edges[0] (3 -> 4): no node with id '4'"),
         (_jgf([_node("3", "core")], [{"source": "3"}]), "edges[0]: malformed edge"),
         (_jgf([_node("3", "core")], [{"source": "3", "target": "3", "metadata": {"subsystem": 1}}]), "must be strings"),
+        # beyond Fluxion's json_int_t (int64): jansson refuses to read the file
+        (_jgf([_node("3", "core", size=2**63)]), f"key (size) is out of range (a 64-bit integer), got {2**63}"),
+        (_jgf([_node("3", "core", uniq_id=-(2**63) - 1)]), "metadata key (uniq_id) is out of range"),
+        (_jgf([_node("3", "core", rank=2**70)]), "metadata key (rank) is out of range"),
     ],
 )
 def test_bad_jgf_raises_graph_format_error_naming_the_source(document: str, message: str) -> None:

@@ -24,6 +24,7 @@ point; out-edges in document order) and generates on each *tree edge*:
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -35,6 +36,7 @@ _MULTIPLY = "MULTIPLY"
 _ASSOCIATE_IN = "ASSOCIATE_IN"
 _ASSOCIATE_BY_PATH_IN = "ASSOCIATE_BY_PATH_IN"
 _GEN_METHODS = (_MULTIPLY, _ASSOCIATE_IN, _ASSOCIATE_BY_PATH_IN)
+_INTEGER = re.compile(r"[+-]?[0-9]+")
 
 # The properties Fluxion registers with Boost's dynamic_properties, with their C++ member types. Any other
 # property makes boost::read_graphml throw, so it is an error here too.
@@ -201,12 +203,23 @@ def _apply(target: RecipeVertex | RecipeEdge, values: dict[str, str], source: st
         if name in strs:
             setattr(target, name, text)
         elif name in ints:
-            try:
-                setattr(target, name, int(text))
-            except ValueError:
-                raise GraphFormatError(f"{source}: {where}: {name}={text!r} is not an integer") from None
+            setattr(target, name, _integer(name, text, f"{source}: {where}"))
         else:
             raise GraphFormatError(f"{source}: {where}: unknown GRUG property {name!r}")
+    if isinstance(target, RecipeVertex) and target.size < 0:
+        raise GraphFormatError(f"{source}: {where}: size={target.size} must not be negative")
+
+
+def _integer(name: str, text: str, where: str) -> int:
+    """``text`` read as Boost's ``lexical_cast`` reads the property's C++ type: ASCII digits with an optional sign
+    (not Python's ``1_0`` or other scripts' digits), within ``long`` for ``size``, ``int`` for the rest."""
+    if not _INTEGER.fullmatch(text):
+        raise GraphFormatError(f"{where}: {name}={text!r} is not an integer")
+    value = int(text)
+    bits = 64 if name == "size" else 32
+    if not -(2 ** (bits - 1)) <= value < 2 ** (bits - 1):
+        raise GraphFormatError(f"{where}: {name}={value} is out of range (a {bits}-bit integer)")
+    return value
 
 
 def generate(recipe: Recipe, *, rank: int = -1) -> Graph:

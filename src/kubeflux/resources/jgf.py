@@ -379,9 +379,13 @@ def _get_str(meta: Mapping[str, Any], key: str, where: str) -> str | None:
 
 def _get_int(meta: Mapping[str, Any], key: str, where: str) -> int | None:
     value = meta.get(key)
-    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+    if value is None:
         return value
-    raise GraphFormatError(f"{where}: metadata key ({key}) must be an integer, got {value!r}")
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise GraphFormatError(f"{where}: metadata key ({key}) must be an integer, got {value!r}")
+    if not -_INT64_MAX - 1 <= value <= _INT64_MAX:  # Fluxion's json_int_t: jansson refuses to read the file
+        raise GraphFormatError(f"{where}: metadata key ({key}) is out of range (a 64-bit integer), got {value}")
+    return value
 
 
 def _get_bool(meta: Mapping[str, Any], key: str, where: str) -> bool | None:
