@@ -221,10 +221,11 @@ class InProcessSchedulers:
     def _pod(self, type_: str, obj: Object, prev: Object | None) -> Pod:
         """The pod ``obj`` as the schedulers see it: read once (:class:`~kubeflux.apiobjects.podreadings.PodReadings`),
         then brought up to date by what its writers change."""
-        pod = self.readings.read(type_, obj, prev)
-        if type_ == "DELETED":
-            self.event_budget.forget(pod.uid)
-        return pod
+        try:
+            return self.readings.read(type_, obj, prev)
+        finally:
+            if type_ == "DELETED":  # (even when its last version cannot be read: the budget would stay for ever)
+                self.event_budget.forget(str((obj.get("metadata") or {}).get("uid", "")))
 
     def known_pod(self, obj: Object, prev: Object | None) -> Pod | None:
         """The reading of pod ``obj`` (changed from ``prev``, its previous version) if it follows from the last one
