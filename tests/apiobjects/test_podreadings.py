@@ -176,7 +176,7 @@ def test_a_version_that_does_not_follow_the_last_one_read_is_read_again() -> Non
     assert readings.known(second, prev=copy.deepcopy(first)) is None  # another version before: not the one read
     assert readings.known(second, prev=first) == pod_from_manifest(second)
     assert readings.known(second) == pod_from_manifest(second)
-    readings.forget(first["metadata"]["uid"])
+    readings.read("DELETED", first)
     assert readings.known(second) is None
 
 

@@ -1,5 +1,5 @@
 """What ``serve`` reads of a pod it follows (each pod read once, :mod:`kubeflux.apiobjects.podreadings`) is what it
-would read afresh, and a pod gone is forgotten, in scope or not."""
+would read afresh, and a pod gone is forgotten (a pod read is in scope, and stays so till it is deleted)."""
 
 from __future__ import annotations
 

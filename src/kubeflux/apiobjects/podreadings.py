@@ -73,10 +73,6 @@ class PodReadings:
         changes = written_fields(obj, last[0])
         return None if changes is None else _pod_with(last[1], changes)
 
-    def forget(self, uid: str) -> None:
-        """Pod ``uid`` is gone (a shell that does not read every deletion says so)."""
-        self._last.pop(uid, None)
-
 
 def written_fields(obj: Object, prev: Object) -> dict[str, Any] | None:
     """The :class:`Pod` fields that differ between ``prev`` and ``obj`` (both validated pod manifests) when only the

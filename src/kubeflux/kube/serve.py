@@ -433,10 +433,9 @@ class Serve:
                 gone = self.pods.pop(key, None)
                 if gone is not None:
                     self.binder.forget(gone.uid)
-                self.readings.forget(str((obj.get("metadata") or {}).get("uid", "")))  # (read or not: out of scope)
             else:
                 self.pods[key] = _pod_ref(obj)
-            if not self._in_scope(obj):
+            if not self._in_scope(obj):  # (never read: a pod read was in scope, and stays so till it is deleted)
                 return
         try:
             observed = cluster_event(event.type, event.kind, obj, lambda pod: self.readings.read(event.type, pod))

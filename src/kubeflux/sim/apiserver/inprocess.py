@@ -225,7 +225,7 @@ class InProcessSchedulers:
             return self.readings.read(type_, obj, prev)
         finally:
             if type_ == "DELETED":  # (even when its last version cannot be read: the budget would stay for ever)
-                self.event_budget.forget(str((obj.get("metadata") or {}).get("uid", "")))
+                self.event_budget.forget(obj["metadata"]["uid"])  # (the store gives every pod one)
 
     def known_pod(self, obj: Object, prev: Object | None) -> Pod | None:
         """The reading of pod ``obj`` (changed from ``prev``, its previous version) if it follows from the last one
