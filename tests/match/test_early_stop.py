@@ -194,10 +194,11 @@ def test_a_one_node_request_on_a_wide_root_stops_at_the_first_node_that_qualifie
     assert visit.call_count < 100
 
 
-@pytest.mark.parametrize("width", [1, 6, 7, 8, 20, 21])
+@pytest.mark.parametrize("width", [1, 6, 7, 8, 20, 21, 100, 1500])
 @pytest.mark.parametrize("backwards", [False, True])
 def test_allowed_positions_in_runs_are_those_a_plain_scan_gives(width: int, backwards: bool) -> None:
-    """A mask asked a run of children at a time (here 7) lists the same positions as testing each child."""
+    """A mask asked a run of children at a time (here 7, and the engine's own 512: windows listing more than their
+    first few positions) lists the same positions as testing each child."""
     layout = evaluation.Layout(width, [])
     layout.children = [(i, 100 + i) for i in range(width)]
     excluded = {100 + i for i in range(width) if i % 3 == 0}
@@ -214,8 +215,9 @@ def test_allowed_positions_in_runs_are_those_a_plain_scan_gives(width: int, back
 
     with mock.patch.object(evaluation, "POSITIONS_AT_ONCE", 7):
         runs = list(evaluation.allowed_positions(layout, Masked(), backwards))
+    windows = list(evaluation.allowed_positions(layout, Masked(), backwards))
     scan = list(evaluation.allowed_positions(layout, excluded, backwards))
-    assert runs == scan == [p for p in (reversed(range(width)) if backwards else range(width)) if p % 3]
+    assert runs == windows == scan == [p for p in (reversed(range(width)) if backwards else range(width)) if p % 3]
 
 
 @pytest.mark.pure_engine  # patches the engine's internals (tests/conftest.py)

@@ -83,6 +83,8 @@ CASES = [
     ("policy annotation an int", [_pod(annotations={"kubeflux.io/match-policy": 5})], "match-policy", TAKEN),
     ("phase a plain string", [_pod(phase="Pending")], "phase", TAKEN),
     ("tolerations a list", [_pod(tolerations=[Toleration("k", "Exists")])], "tolerations", TAKEN),
+    ("toleration value an int", [_pod(tolerations=(Toleration("k", "Equal", 5),))], "tolerations", TAKEN),
+    ("toleration a mapping", [_pod(tolerations=({"key": "k", "operator": "Exists"},))], "tolerations", TAKEN),
     (
         "affinity values a list",
         [_pod(required_node_affinity=(NodeSelectorTerm((NodeSelectorRequirement("zone", "In", ["a"]),)),))],

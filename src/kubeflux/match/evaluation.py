@@ -226,20 +226,25 @@ def allowed_positions(layout: Layout, excluded: Excluded, backwards: bool) -> It
         uids = layout.uids = np.fromiter((uid for _, uid in layout.children), dtype=np.int64, count=layout.width)
     width, step = layout.width, POSITIONS_AT_ONCE
     if width <= step:  # (most graphs: one mask, with no slice to take nor offset to add)
-        allowed_at = allowed(uids).nonzero()[0]
-        if backwards:
-            allowed_at = allowed_at[::-1]
-        # Listed a few at a time, more each time: the walk mostly stops at the first.
-        low, count, end = 0, POSITIONS_FIRST, len(allowed_at)
-        while low < end:
-            yield from allowed_at[low : low + count].tolist()
-            low += count
-            count *= 4
+        yield from _few_first(allowed(uids).nonzero()[0], 0, backwards)
         return
     for low in range(width - step if backwards else 0, -step if backwards else width, -step if backwards else step):
         start = max(low, 0)
-        found = (np.flatnonzero(allowed(uids[start : low + step])) + start).tolist()
-        yield from reversed(found) if backwards else found
+        yield from _few_first(np.flatnonzero(allowed(uids[start : low + step])), start, backwards)
+
+
+def _few_first(positions: npt.NDArray[np.int64], offset: int, backwards: bool) -> Iterator[int]:
+    """``positions`` (ascending) plus ``offset``, in order (last first when ``backwards``), listed a few at a time and
+    four times as many each time: the walk mostly stops at the first, and listing a window of 512 whole for it
+    cost ~6 µs a match on 5,000 nodes."""
+    if backwards:
+        positions = positions[::-1]
+    low, count, end = 0, POSITIONS_FIRST, len(positions)
+    while low < end:
+        listed = positions[low : low + count]
+        yield from (listed + offset if offset else listed).tolist()
+        low += count
+        count *= 4
 
 
 def remember(table: CacheTable[T], key: CacheKey, entry: tuple[int, int, int, T]) -> None:

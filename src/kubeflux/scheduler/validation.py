@@ -182,13 +182,7 @@ def _constraints_problem(pod: Pod) -> tuple[str, str] | None:
     """(field, problem) when a pod's tolerations or required node affinity are not tuples of their dataclasses
     holding strings (a list is no key of the placement caches, a number compares with no label)."""
     tolerations = pod.tolerations
-    if type(tolerations) is not tuple or any(
-        type(toleration) is not Toleration
-        or not all(
-            type(part) is str for part in (toleration.key, toleration.operator, toleration.value, toleration.effect)
-        )
-        for toleration in tolerations
-    ):
+    if type(tolerations) is not tuple or not all(_toleration_ok(toleration) for toleration in tolerations):
         return "tolerations", f"must be a tuple of Tolerations of strings, got {tolerations!r}"
     terms = pod.required_node_affinity
     if type(terms) is not tuple or not all(type(term) is NodeSelectorTerm and _term_ok(term) for term in terms):
@@ -228,6 +222,17 @@ def _terms_problem(pod: Pod) -> tuple[str, str] | None:
         ):
             return "terms.spread", f"must be SpreadConstraints of a positive skew and topology key, got {constraint!r}"
     return None
+
+
+def _toleration_ok(toleration: object) -> bool:
+    """(Every pod event of a pod with tolerations asks it: plain tests, no generator, ~2x faster pure.)"""
+    return (
+        type(toleration) is Toleration
+        and type(toleration.key) is str
+        and type(toleration.operator) is str
+        and type(toleration.value) is str
+        and type(toleration.effect) is str
+    )
 
 
 def _term_ok(term: NodeSelectorTerm) -> bool:
