@@ -518,6 +518,9 @@ class Reflector:
         )
         self._reached()
         with self._lock:
+            if self._stop.is_set():  # stopped while the watch was opened: stop() found no response to shut down
+                response.close()
+                return
             self._response = response
         self.watches += 1
         kind = self.resource.kind
