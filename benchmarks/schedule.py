@@ -184,7 +184,7 @@ def main() -> None:
         default="4,64,128,64s1,64s2,64g4",
         help="node shapes for (a) and (b): cores per node, sN for N sockets, gN for N gpus (e.g. 4,64,64s2,64s2g4)",
     )
-    parser.add_argument("--update-nodes", default="1000,5000")
+    parser.add_argument("--update-nodes", default="1000,5000", help="node counts for (c), comma-separated ('': none)")
     parser.add_argument("--load", type=int, default=2, help="one-core pods running per node during (c)")
     parser.add_argument("--default-gc", action="store_true", help="keep Python's default garbage collector")
     parser.add_argument(
@@ -192,6 +192,12 @@ def main() -> None:
     )
     parser.add_argument("--repeat", type=int, default=1, help="runs of each shape and rack count, alternated")
     args = parser.parse_args()
+    try:
+        update_counts = [int(n) for n in args.update_nodes.split(",")] if args.update_nodes else []
+    except ValueError:
+        parser.error(f"--update-nodes {args.update_nodes!r}: node counts, comma-separated (e.g. 1000,5000)")
+    if any(count < 1 for count in update_counts):
+        parser.error(f"--update-nodes {args.update_nodes!r}: a node count must be at least 1 ('' skips (c))")
     console = Console(width=160)
     settle = not args.default_gc
     collector = "collector settled after the build" if settle else "Python's default collector"
@@ -240,7 +246,7 @@ def main() -> None:
             gc.unfreeze()
             gc.collect()
     console.print(table)
-    if not args.update_nodes:
+    if not update_counts:
         return
 
     table = Table(
@@ -259,7 +265,7 @@ def main() -> None:
         "rebuild / update",
     ):
         table.add_column(column, justify="right")
-    for count in (int(n) for n in args.update_nodes.split(",")):
+    for count in update_counts:
         release, account, build, rebuild = update_vs_rebuild(count, args.policy, args.load)
         worst = max(release, account)
         table.add_row(
