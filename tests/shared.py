@@ -7,6 +7,7 @@ checkout and beside each folder above it; ``KUBEFLUX_SHARED`` names it outright.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import NoReturn
 
@@ -35,3 +36,9 @@ def unavailable(reason: str) -> NoReturn:
     if os.environ.get("CI") == "true":
         pytest.fail(f"CI must run this test, but: {reason}")
     pytest.skip(reason)
+
+
+def unboxed(text: str) -> str:
+    """``text`` without click's error box and without any blank, so that a message whose long path the box wrapped
+    (anywhere, even inside a name) is found whole: compare ``unboxed(expected) in unboxed(output)``."""
+    return "".join(re.sub("[│╭╮╰╯─]", "", text).split())

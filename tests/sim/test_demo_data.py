@@ -8,10 +8,13 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from kubeflux.cli import app
 from kubeflux.demo import SCHEDULERS, run_demo
 from kubeflux.sim.verdict import verdict_line
 from kubeflux.sim.workloads import load_workload
+from tests.shared import unboxed
 
 
 def test_the_bundled_demo_workload_loads_cleanly() -> None:
@@ -44,3 +47,12 @@ def test_the_demo_says_what_kubeflux_gains_over_each_baseline(
     gain = next(line for line in lines if line.startswith("kubeflux vs kube-default: "))
     # on the demo's mix kubeflux waits less and computes on more of the cores than kube-default, all jobs finished
     assert "mean wait −" in gain and "useful utilization +" in gain and gain.endswith("(both finished all 203 jobs)")
+
+
+def test_a_demo_out_under_a_file_is_refused_with_the_system_s_reason(tmp_path: Path) -> None:
+    """``demo --out FILE/sub`` goes through ``simulate``'s ``--out``: NotADirectoryError was a traceback."""
+    taken = tmp_path / "taken"
+    taken.write_text("mine")
+    result = CliRunner().invoke(app, ["demo", "--out", str(taken / "sub")])
+    expected = f"--out {taken / 'sub'}: cannot be the output folder: Not a directory"
+    assert result.exit_code == 2 and unboxed(expected) in unboxed(result.output)

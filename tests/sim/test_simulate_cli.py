@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from kubeflux.cli import app
 from kubeflux.sim.command import fit_table
 from kubeflux.sim.progress import ProgressReporter, eta_seconds
+from tests.shared import unboxed
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SMALL = EXAMPLES / "workloads" / "small.swf"
@@ -99,6 +100,35 @@ def test_the_kubecon_preset_runs_from_the_command_line_on_its_kwok_cluster(tmp_p
     rows = {row["scheduler"]: row for row in json.loads((out / "summary.json").read_text())}
     assert {name: row["mean_turnaround_time"] for name, row in rows.items()} == {"easy": 72.0, "fcfs": 72.0}
     assert all(row["mean_waiting_time"] == 0.0 for row in rows.values())
+
+
+@pytest.mark.parametrize(
+    ("options", "complaint"),
+    [
+        (["--start-delay", "inf"], "--start-delay must be a finite number of seconds, got inf"),
+        (["--start-delay", "nan"], "--start-delay must be a finite number of seconds, got nan"),
+        (["--start-jitter", "inf"], "--start-jitter must be a finite number of seconds, got inf"),
+        (["--start-delay", "1e18"], "--start-delay must be at most 31,536,000 s (a year), got 1e+18"),
+    ],
+    ids=["infinite-delay", "nan-delay", "infinite-jitter", "delay-beyond-a-year"],
+)
+def test_a_start_delay_that_is_no_number_of_seconds_is_refused(
+    tmp_path: Path, options: list[str], complaint: str
+) -> None:
+    """``inf`` was an OverflowError in the scheduler, ``1e18`` a PlannerInvalidError, ``nan`` taken silently."""
+    code, output = simulate("-w", SMALL, "-s", "easy", "-o", tmp_path / "out", *CLUSTER, *options)
+    assert code == 2 and complaint in output
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_out_under_a_file_is_refused_with_the_system_s_reason(tmp_path: Path) -> None:
+    """``-o FILE/sub``: NotADirectoryError from ``out.mkdir`` was a traceback."""
+    taken = tmp_path / "taken"
+    taken.write_text("mine")
+    code, output = simulate("-w", SMALL, "-s", "easy", "-o", taken / "sub", *CLUSTER)
+    expected = f"--out {taken / 'sub'}: cannot be the output folder: Not a directory"
+    assert code == 2 and unboxed(expected) in unboxed(output)
+    assert "Traceback" not in output and taken.read_text() == "mine"
 
 
 def test_synthetic_jobs_from_the_command_line_and_bad_keys_named(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ import csv
 import os
 import pickle
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from typer.testing import CliRunner
 import kubeflux.sim.sweep as sweep
 from kubeflux.cli import app
 from kubeflux.sim.sweep import Outcome, SweepError, Task, execute, load_grid, plan
+from tests.shared import unboxed
 
 
 def _trace(path: Path, jobs: int, seed: int = 0) -> Path:
@@ -93,6 +95,41 @@ def test_an_out_folder_that_is_a_file_is_a_clear_error(tmp_path: Path) -> None:
     assert result.exit_code == 2 and "report.csv" in result.output
 
 
+def test_an_out_folder_under_a_file_is_a_clear_error(tmp_path: Path) -> None:
+    """``-o FILE/sub``: NotADirectoryError from ``out.mkdir`` was a traceback."""
+    grid = _grid(tmp_path)
+    taken = tmp_path / "report.csv"
+    taken.write_text("x\n", encoding="utf-8")
+    result = _sweep(str(grid), "--out", str(taken / "sub"), "--workers", "1")
+    expected = f"--out {taken / 'sub'}: cannot be the output folder: Not a directory"
+    assert result.exit_code == 2 and unboxed(expected) in unboxed(result.output)
+
+
+def test_workers_far_beyond_the_machine_s_cores_are_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--workers 100000`` started thousands of processes (memory exhausted) before the first run ended."""
+
+    def no_runs(*args: object, **kwargs: object) -> list[Outcome]:
+        raise AssertionError("--workers 100000 was taken: the runs were started")  # not 100,000 processes
+
+    monkeypatch.setattr(sweep, "execute", no_runs)
+    grid = _grid(tmp_path)
+    cores = os.cpu_count() or 1
+    result = _sweep(str(grid), "--out", str(tmp_path / "out"), "--workers", "100000")
+    said = " ".join(re.sub("[│╭╮╰╯─]", " ", result.output).split())
+    assert result.exit_code == 2
+    assert f"--workers must be at most {8 * cores:,} (8 per core; this machine has {cores} cores)" in said
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("workers", "tasks", "processes"),
+    [(100_000, 3, 3), (4, 10, 4), (1, 0, 1), (16, 16, 16)],
+    ids=["capped-by-the-runs", "capped-by-workers", "at-least-one", "as-many"],
+)
+def test_a_local_pool_has_no_more_processes_than_runs(workers: int, tasks: int, processes: int) -> None:
+    assert sweep.pool_size(workers, tasks) == processes
+
+
 @pytest.mark.parametrize(
     ("change", "field"),
     [
@@ -102,6 +139,9 @@ def test_an_out_folder_that_is_a_file_is_a_clear_error(tmp_path: Path) -> None:
         pytest.param({"seeds": [True]}, "seeds", id="a-boolean-seed"),
         pytest.param({"clusters": [{"nodes": True, "coresPerNode": 16}]}, "nodes", id="a-boolean-node-count"),
         pytest.param({"startDelay": float("inf")}, "startDelay", id="an-infinite-start-delay"),
+        pytest.param(
+            {"startDelay": 1e18}, r"startDelay: must be at most 31,536,000 s \(a year\)", id="a-start-delay-of-1e18"
+        ),
     ],
 )
 def test_a_grid_with_a_mistake_names_the_field(tmp_path: Path, change: dict[str, Any], field: str) -> None:

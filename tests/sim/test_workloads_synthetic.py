@@ -10,6 +10,7 @@ from kubeflux.sim.workloads.manifests import read_manifests
 from kubeflux.sim.workloads.synthetic import (
     KWOK_TOLERATION,
     PRESETS,
+    Arrival,
     SyntheticSpec,
     generate,
     preset,
@@ -71,6 +72,14 @@ def test_seed004_podgroups_preset_is_a_gang_of_two_gpu_pods() -> None:
     assert (job.kind, job.min_member, job.schedule_timeout_seconds) == (JobKind.POD_GROUP, 2, 10.0)
     assert [p.labels[POD_GROUP_LABEL] for p in job.pods] == [job.name, job.name]
     assert PRESETS["seed004-podgroups"].mean_interarrival == 34.0
+
+
+@pytest.mark.parametrize("arrival", ["poisson", "fixed"])
+def test_a_mean_interarrival_of_zero_submits_every_job_at_once(arrival: Arrival) -> None:
+    """``mean_interarrival=0`` under ``poisson`` was a ZeroDivisionError (``expovariate(1.0 / 0)``); as under
+    ``fixed``, and as ``mean_runtime=0`` gives no run time, it is a burst: every job at 0."""
+    jobs = generate(SyntheticSpec(jobs=5, arrival=arrival, mean_interarrival=0.0), seed=3).jobs
+    assert [job.submit_time for job in jobs] == [0.0] * 5
 
 
 def test_invalid_specs_name_the_field() -> None:

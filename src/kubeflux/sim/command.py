@@ -15,17 +15,19 @@ cluster unless one is given) and ``--synthetic "key=value,…"`` (the seeded gen
 Without ``--scheduler`` every built-in scheduler runs (``all``); without a cluster, a trace's header states the
 platform (:mod:`kubeflux.sim.inputs`). What the command refuses, with exit code 2 and a message naming the cause:
 a path that is no readable regular file, an unreadable, truncated or corrupt workload file, a number out of range
-(:mod:`kubeflux.sim.workloads.limits`), a run beyond ``--memory-budget``, a bad line or document under
-``--strict``, a workload without any job, options that would be ignored (``--gpus-per-node`` or
-``--memory-per-node`` with ``--cluster``; a ``--start-jitter`` below ``--start-delay``; a scheduler named twice),
-and an ``--out`` folder that is not empty, unless ``--force`` is given: then the files of the previous run there
-(listed in its ``.kubeflux-simulate`` file) are removed first, and nothing else.
+(:mod:`kubeflux.sim.workloads.limits`; a ``--start-delay`` or ``--start-jitter`` beyond :data:`MAX_START_DELAY`), a
+run beyond ``--memory-budget``, a bad line or document under ``--strict``, a workload without any job, options that
+would be ignored (``--gpus-per-node`` or ``--memory-per-node`` with ``--cluster``; a ``--start-jitter`` below
+``--start-delay``; a scheduler named twice), an ``--out`` that cannot be a folder (a file, or a path through one: the
+system's reason is said), and an ``--out`` folder that is not empty, unless ``--force`` is given: then the files of
+the previous run there (listed in its ``.kubeflux-simulate`` file) are removed first, and nothing else.
 """
 
 from __future__ import annotations
 
 import atexit
 import gc
+import math
 import re
 import shutil
 import sys
@@ -261,6 +263,20 @@ REPORT_WIDTH: Final = 160
 DEFAULT_MEMORY_PER_NODE: Final = "256Gi"
 OUTPUT_LIST: Final = ".kubeflux-simulate"
 """In ``--out``: the files and folders the run wrote, one per line, which ``--force`` removes before the next."""
+MAX_START_DELAY: Final = 365 * 86_400
+"""The longest ``--start-delay`` and ``--start-jitter`` (of ``simulate``, ``cluster serve`` and a sweep grid's
+``startDelay``/``startJitter``): a year of seconds. A pod that takes longer to start is no experiment anyone runs,
+and a delay far beyond it pushes a pod's start and end past the scheduler's horizon (100 years:
+:data:`~kubeflux.match.engine.DEFAULT_HORIZON`), where the planner's integer times are refused."""
+
+
+def start_delay_problem(seconds: float) -> str | None:
+    """Why ``seconds`` is no start delay or jitter (not finite, negative, beyond :data:`MAX_START_DELAY`), or None;
+    said after the option's name (``--start-delay must be …``)."""
+    if math.isfinite(seconds) and seconds > MAX_START_DELAY:
+        return f"must be at most {MAX_START_DELAY:,} s (a year), got {seconds:g}"
+    return seconds_problem(seconds)
+
 
 UserQueuesOption = Annotated[
     str | None,
@@ -299,7 +315,11 @@ def _check_options(
     start_jitter: float,
     schedulers: list[str],
 ) -> None:
-    """Refuse options the run would silently ignore (typer.BadParameter, exit code 2)."""
+    """Refuse start delays that are no number of seconds (:func:`start_delay_problem`), and options the run would
+    silently ignore (typer.BadParameter, exit code 2)."""
+    for flag, seconds in (("--start-delay", start_delay), ("--start-jitter", start_jitter)):
+        if (problem := start_delay_problem(seconds)) is not None:
+            raise typer.BadParameter(f"{flag} {problem}")
     if cluster is not None and (gpus_per_node != 0 or memory_per_node != DEFAULT_MEMORY_PER_NODE):
         raise typer.BadParameter("--gpus-per-node and --memory-per-node shape --nodes; with --cluster the file does")
     if 0 < start_jitter < start_delay:
@@ -345,27 +365,32 @@ def _load(
 
 def _prepare_out(out: Path, force: bool) -> None:
     """Make ``out`` ready for a run: created if missing; if not empty, refused unless ``force``, which removes the
-    previous run's outputs (as its :data:`OUTPUT_LIST` names them) and leaves anything else alone."""
+    previous run's outputs (as its :data:`OUTPUT_LIST` names them) and leaves anything else alone. A path that
+    cannot be that folder (a file, one under a file, one the system refuses) is typer.BadParameter with the
+    system's reason."""
     if out.exists() and not out.is_dir():
         raise typer.BadParameter(f"--out {out}: exists and is not a folder")
-    if out.is_dir() and any(out.iterdir()):
-        if not force:
-            raise typer.BadParameter(
-                f"--out {out} is not empty (a previous run?); give another folder, or --force to replace the "
-                "previous run's files there"
-            )
-        listed = out / OUTPUT_LIST
-        names = listed.read_text(encoding="utf-8").splitlines() if listed.is_file() else []
-        for name in names:
-            target = out / name
-            if not name or target.parent != out:
-                continue  # only direct children the previous run wrote
-            if target.is_dir() and not target.is_symlink():
-                shutil.rmtree(target)
-            elif target.exists() or target.is_symlink():
-                target.unlink()
-        listed.unlink(missing_ok=True)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        if out.is_dir() and any(out.iterdir()):
+            if not force:
+                raise typer.BadParameter(
+                    f"--out {out} is not empty (a previous run?); give another folder, or --force to replace the "
+                    "previous run's files there"
+                )
+            listed = out / OUTPUT_LIST
+            names = listed.read_text(encoding="utf-8").splitlines() if listed.is_file() else []
+            for name in names:
+                target = out / name
+                if not name or target.parent != out:
+                    continue  # only direct children the previous run wrote
+                if target.is_dir() and not target.is_symlink():
+                    shutil.rmtree(target)
+                elif target.exists() or target.is_symlink():
+                    target.unlink()
+            listed.unlink(missing_ok=True)
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise typer.BadParameter(f"--out {out}: cannot be the output folder: {exc.strerror or exc}") from None
 
 
 def _record_outputs(out: Path, before: set[str]) -> None:
@@ -759,4 +784,4 @@ def _run_with_progress(
         reporter.stop()
 
 
-__all__ = ["fit_table", "merge_workloads", "simulate_command"]
+__all__ = ["MAX_START_DELAY", "fit_table", "merge_workloads", "simulate_command", "start_delay_problem"]

@@ -46,6 +46,7 @@ __all__ = [
     "execute",
     "load_grid",
     "plan",
+    "pool_size",
     "record",
     "run_task",
 ]
@@ -126,6 +127,16 @@ class SweepGrid(_Strict):
         if not isinstance(text, str):
             raise ValueError(f"expected text such as 'rack=0.1,zone=0.5', got {type(text).__name__}")
         return parse_penalty(text, DEFAULT_LEVELS)
+
+    @field_validator("start_delay", "start_jitter")
+    @classmethod
+    def _bounded_delay(cls, seconds: float) -> float:
+        from kubeflux.sim.command import start_delay_problem
+
+        problem = start_delay_problem(seconds)  # as simulate's --start-delay and --start-jitter are held
+        if problem is not None:
+            raise ValueError(problem)
+        return seconds
 
     @field_validator("schedulers")
     @classmethod
@@ -431,9 +442,16 @@ def execute(
 _LOST = "the worker process running it died (killed, or out of memory?)"
 
 
+def pool_size(workers: int, tasks: int) -> int:
+    """The processes of a local pool given ``workers`` for ``tasks`` runs: never more than there are runs (a
+    process for none would only take memory and time to start), at least one."""
+    return max(1, min(workers, tasks))
+
+
 def _on_pool(tasks: Sequence[Task], workers: int, finish: Callable[[Outcome], None]) -> list[Task]:
-    """Run ``tasks`` on a new pool of ``workers`` processes; the tasks a broken pool left unfinished."""
-    pool = ProcessPoolExecutor(max_workers=workers)
+    """Run ``tasks`` on a new pool of at most ``workers`` processes (:func:`pool_size`); the tasks a broken pool
+    left unfinished."""
+    pool = ProcessPoolExecutor(max_workers=pool_size(workers, len(tasks)))
     broken: list[Task] = []
     try:
         futures = {pool.submit(run_task, task): task for task in tasks}

@@ -1,6 +1,7 @@
 """``kubeflux sweep GRID.yaml --out DIR``: run a grid of simulations and write one merged report.
 
-Runs go to a local process pool (``--workers``, default the machine's cores) or to a Dask cluster
+Runs go to a local process pool (``--workers``, default the machine's cores, at most
+:data:`MAX_WORKERS_PER_CORE` times as many; never more processes than runs) or to a Dask cluster
 (``--dask ADDRESS``). A run already finished in ``DIR`` is not run again; one that fails is reported and the rest
 go on. What the grid file holds is in :mod:`kubeflux.sim.sweep`; the report in :mod:`kubeflux.sim.sweep_report`.
 """
@@ -12,13 +13,18 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Final
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 __all__ = ["sweep_command"]
+
+MAX_WORKERS_PER_CORE: Final = 8
+"""``--workers`` is refused beyond this many local processes per core of the machine: each process holds a whole
+simulation, so far more than the cores only queue for them while taking memory (``--workers 100000`` started
+thousands and exhausted it)."""
 
 
 def _interrupted(signum: int, frame: object) -> None:
@@ -37,12 +43,18 @@ def sweep_command(
 ) -> None:
     """Run every point of a grid of simulations (workloads x schedulers x policies x clusters x seeds)."""
     from kubeflux.sim.command import REPORT_WIDTH
-    from kubeflux.sim.sweep import Outcome, SweepError, done_keys, execute, load_grid, plan, record
+    from kubeflux.sim.sweep import Outcome, SweepError, done_keys, execute, load_grid, plan, pool_size, record
     from kubeflux.sim.sweep_report import summary_table, write_sweep_report
 
     console = Console(width=None if sys.stdout.isatty() else REPORT_WIDTH)
     if workers is not None and workers < 1:
         raise typer.BadParameter(f"--workers must be at least 1, got {workers}")
+    cores = os.cpu_count() or 1
+    if workers is not None and workers > MAX_WORKERS_PER_CORE * cores:
+        raise typer.BadParameter(
+            f"--workers must be at most {MAX_WORKERS_PER_CORE * cores:,} ({MAX_WORKERS_PER_CORE} per core; this "
+            f"machine has {cores} cores), got {workers:,}"
+        )
     if dask is not None and workers is not None:
         raise typer.BadParameter("give --workers (local processes) or --dask (a Dask cluster), not both")
     try:
@@ -54,10 +66,16 @@ def sweep_command(
     if out.exists() and not out.is_dir():
         console.print(f"[red]error:[/] --out {escape(str(out))}: exists and is not a folder")
         raise typer.Exit(2)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        console.print(
+            f"[red]error:[/] --out {escape(str(out))}: cannot be the output folder: {escape(str(exc.strerror or exc))}"
+        )
+        raise typer.Exit(2) from None
     finished = done_keys(out)
     todo = [task for task in tasks if task.key not in finished]
-    where = f"Dask at {dask}" if dask else f"{workers or os.cpu_count() or 1} local process(es)"
+    where = f"Dask at {dask}" if dask else f"{pool_size(workers or cores, len(todo))} local process(es)"
     name = escape(loaded.name)
     console.print(f"{name}: {len(tasks)} runs, {len(tasks) - len(todo)} already done, {len(todo)} to run on {where}")
     began = time.perf_counter()
@@ -76,7 +94,7 @@ def sweep_command(
 
     previous = signal.signal(signal.SIGTERM, _interrupted)  # `kill`: stop the workers too, as Ctrl-C does
     try:
-        outcomes = execute(todo, workers=workers or os.cpu_count() or 1, dask=dask, on_done=done)
+        outcomes = execute(todo, workers=workers or cores, dask=dask, on_done=done)
     except SweepError as exc:
         console.print(f"[red]error:[/] {escape(str(exc))}")
         raise typer.Exit(2) from exc

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import signal
 import ssl
@@ -14,10 +15,15 @@ from pathlib import Path
 import orjson
 import pytest
 import yaml
+from typer.testing import CliRunner
 
+from kubeflux.cli import app
 from kubeflux.sim.apiserver.server import kubeconfig
+from tests.shared import REPO, unboxed
 
 from .conftest import kubernetes
+
+SMALL = REPO / "examples" / "workloads" / "small.swf"
 
 
 def test_serve_writes_a_kubeconfig_serves_the_nodes_and_stops_on_sigterm(tmp_path: Path) -> None:
@@ -154,3 +160,32 @@ def test_serve_refuses_an_unknown_feature_gate() -> None:
     assert result.returncode == 2
     said = " ".join(result.stderr.replace("│", " ").split())  # rich boxes and wraps the message
     assert "'Bogus=true': expected Name=true|false with Name one of GenericWorkload" in said
+
+
+@pytest.mark.parametrize(
+    ("options", "complaint"),
+    [
+        (["--start-delay", "inf"], "--start-delay must be a finite number of seconds, got inf"),
+        (["--start-jitter", "nan"], "--start-jitter must be a finite number of seconds, got nan"),
+        (["--start-delay", "1e18"], "--start-delay must be at most 31,536,000 s (a year), got 1e+18"),
+    ],
+    ids=["infinite-delay", "nan-jitter", "delay-beyond-a-year"],
+)
+def test_serve_refuses_a_start_delay_that_is_no_number_of_seconds(options: list[str], complaint: str) -> None:
+    """``--start-delay inf`` or ``nan`` started the server."""
+    result = CliRunner().invoke(app, ["cluster", "serve", "--nodes", "1", "--cores-per-node", "4", *options])
+    assert result.exit_code == 2 and complaint in " ".join(re.sub("[│╭╮╰╯─]", " ", result.output).split())
+
+
+@pytest.mark.parametrize("under", [False, True], ids=["a-file", "under-a-file"])
+def test_serve_refuses_a_report_folder_it_could_not_write_before_the_replay(tmp_path: Path, under: bool) -> None:
+    """``--out FILE``: FileExistsError at the end, after the whole replay, and no report."""
+    taken = tmp_path / "taken"
+    taken.write_text("mine")
+    out = taken / "sub" if under else taken
+    command = ["cluster", "serve", "--nodes", "2", "--cores-per-node", "4", "-w", str(SMALL), "-s", "kubeflux"]
+    command += ["--clock", "virtual", "--until-done"]  # (a replay that ends: before the fix, it failed at its end)
+    result = CliRunner().invoke(app, [*command, "--out", str(out), "--kubeconfig", str(tmp_path / "kubeconfig")])
+    reason = "cannot be the report folder: Not a directory" if under else "exists and is not a folder"
+    assert result.exit_code == 2 and unboxed(f"--out {out}: {reason}") in unboxed(result.output)
+    assert not (tmp_path / "kubeconfig").exists()  # refused before the server started

@@ -4,7 +4,8 @@ The same :class:`SyntheticSpec` and seed always give the same workload (Python's
 integer). What the knobs mean:
 
 * **arrivals**: ``poisson`` — exponential inter-arrival times of mean ``mean_interarrival`` seconds (a Poisson
-  process); ``fixed`` — exactly ``mean_interarrival`` seconds apart. The first job arrives at 0.
+  process); ``fixed`` — exactly ``mean_interarrival`` seconds apart. The first job arrives at 0; with
+  ``mean_interarrival=0`` every job does, under either (a burst, as ``mean_runtime=0`` gives jobs of no run time).
 * **sizes**: ``powers_of_two`` — 1, 2, 4 … up to ``max_size``, each equally likely; ``uniform`` — any integer
   1 … ``max_size``; or a mapping ``{size: weight}`` (relative weights, e.g. ``{1: 3, 8: 1}``).
 * **run times**: ``exponential`` of mean ``mean_runtime``; ``log_uniform`` between ``min_runtime`` and
@@ -202,7 +203,11 @@ def generate(spec: SyntheticSpec, seed: int = 0) -> Workload:
     now = 0.0
     for index in range(spec.jobs):
         if index > 0:
-            gap = spec.mean_interarrival if spec.arrival == "fixed" else rng.expovariate(1.0 / spec.mean_interarrival)
+            gap = (
+                rng.expovariate(1.0 / spec.mean_interarrival)
+                if spec.arrival == "poisson" and spec.mean_interarrival > 0
+                else spec.mean_interarrival
+            )
             now = round(now + gap, 3)
         size = sizes[0] if len(sizes) == 1 else rng.choices(sizes, weights)[0]
         jobs.append(_job(spec, index, now, size, _run_time(rng, spec)))
