@@ -11,7 +11,7 @@ import pytest
 
 from kubeflux.jobspec import load_jobspec
 from kubeflux.match.engine import Engine, MatchOp
-from kubeflux.query import RULE, QueryOptions, QuerySession, run_query
+from kubeflux.query import RULE, QueryOptions, QuerySession, _interactive, run_query
 from kubeflux.resources import NodeSpec, build_graph
 
 _NO_DURATION_NODE = """\
@@ -134,3 +134,51 @@ def test_a_graph_whose_vertex_has_two_containment_parents_is_refused_before_any_
         f"ERROR: {graph}: edges[3] (1 -> 3): invalid containment edge: core0 would have two containment parents, "
         "node1 (edges[2]) and node0\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("where", "reason"),
+    [("", "Is a directory"), ("missing/out.txt", "No such file or directory")],
+    ids=["a directory", "in a missing folder"],
+)
+def test_a_test_output_that_cannot_be_written_is_exit_2_naming_the_option_before_the_graph_loads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], where: str, reason: str
+) -> None:
+    """``-t`` used to be opened after the graph was loaded, and an unwritable path ended in a traceback."""
+    output = tmp_path / where
+
+    status = run_query(QueryOptions(tmp_path / "no-graph.graphml", output=output), io.StringIO("quit\n"))
+
+    assert status == 2
+    assert capsys.readouterr().err == f"ERROR: -t/--test-output {output}: {reason}\n"
+
+
+def test_info_of_a_job_id_int_cannot_read_says_no_such_job_and_the_session_goes_on(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``'²'.isdigit()`` is true but ``int('²')`` fails: ``info ²`` used to end the session with a traceback."""
+    session = QuerySession(Engine(build_graph([NodeSpec("node0", cores=2)])), io.StringIO())
+
+    assert session.execute("info ²") and session.execute("info x")
+
+    assert capsys.readouterr().out == "ERROR: jobid doesn't exist: ²\nERROR: jobid doesn't exist: x\n"
+
+
+def test_an_unclosed_quote_at_the_prompt_is_an_error_and_the_session_goes_on(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The prompt splits a line as a shell would: ``info "`` used to end the session with a traceback."""
+    lines = iter(['info "', "info 1"])
+
+    def prompt(_: str) -> str:
+        line = next(lines, None)
+        if line is None:
+            raise EOFError
+        return line
+
+    monkeypatch.setattr("builtins.input", prompt)
+    _interactive(QuerySession(Engine(build_graph([NodeSpec("node0", cores=2)])), io.StringIO()))
+
+    said = capsys.readouterr()
+    assert said.err == "ERROR: malformed command: No closing quotation\n"
+    assert said.out == "ERROR: jobid doesn't exist: 1\n"  # the next line still ran

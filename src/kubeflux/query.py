@@ -7,6 +7,8 @@ does, so its test scripts run unchanged.
 
 from __future__ import annotations
 
+import errno
+import os
 import shlex
 import sys
 import time
@@ -288,7 +290,8 @@ class QuerySession:
     def _info(self, args: list[str]) -> None:
         if len(args) != 2:
             return _malformed()
-        info = self.engine.jobs.get(int(args[1]) if args[1].isdigit() else -1)
+        jobid = args[1]
+        info = self.engine.jobs.get(int(jobid) if jobid.isascii() and jobid.isdigit() else -1)  # not '²'
         if info is None:
             print(f"ERROR: jobid doesn't exist: {args[1]}")
             return
@@ -379,9 +382,34 @@ def _read(path: str) -> str | None:
         return None
 
 
+def _output_problem(path: Path) -> str | None:
+    """Why the ``-t`` file cannot be written, in the system's words (``Is a directory``), or None. Asked before
+    the graph is loaded and without creating the file, so a bad path costs no load and a bad graph leaves no file."""
+    if path.is_dir():
+        code = errno.EISDIR
+    elif not path.parent.exists():
+        code = errno.ENOENT
+    elif not path.parent.is_dir():
+        code = errno.ENOTDIR
+    elif not os.access(path if path.exists() else path.parent, os.W_OK):
+        code = errno.EACCES
+    else:
+        return None
+    return os.strerror(code)
+
+
+def _refuse_output(path: Path, reason: str) -> int:
+    """Say that the ``-t`` file cannot be written and why; returns exit status 2 (a usage error)."""
+    print(f"ERROR: -t/--test-output {path}: {reason}", file=sys.stderr)
+    return 2
+
+
 def run_query(options: QueryOptions, commands: TextIO) -> int:
-    """Load the graph, then run ``commands``; returns the process exit status."""
+    """Load the graph, then run ``commands``; returns the process exit status (1 a graph or option the engine
+    refuses, 2 a ``-t`` file that cannot be written)."""
     started = time.perf_counter()
+    if options.output and (problem := _output_problem(options.output)):
+        return _refuse_output(options.output, problem)
     try:
         graph = load_graph(options.graph, options.load_format)
     except (GraphFormatError, OSError) as exc:
@@ -407,7 +435,12 @@ def run_query(options: QueryOptions, commands: TextIO) -> int:
         print(f"INFO: Graph Load Time: {time.perf_counter() - started:f}")
         print(f"INFO: Vertex Count: {len(graph.vertices)}")
         print(f"INFO: Edge Count: {len(graph.edges)}")
-    out: TextIO = open(options.output, "w", encoding="utf-8") if options.output else sys.stdout  # noqa: SIM115
+    out: TextIO = sys.stdout
+    if options.output:
+        try:
+            out = open(options.output, "w", encoding="utf-8")  # noqa: SIM115
+        except OSError as exc:  # what the check above cannot foresee (a read-only file system, a race)
+            return _refuse_output(options.output, exc.strerror or str(exc))
     try:
         session = QuerySession(engine, out, elapse_time=options.elapse_time)
         if commands.isatty():
@@ -426,5 +459,10 @@ def _interactive(session: QuerySession) -> None:
             line = input("resource-query> ")
         except EOFError:
             return
-        if not session.execute(" ".join(shlex.split(line)) if line.strip() else ""):
+        try:
+            words = shlex.split(line)
+        except ValueError as exc:  # an unclosed quote: say so and read the next line, as for any bad command
+            print(f"ERROR: malformed command: {exc}", file=sys.stderr)
+            continue
+        if not session.execute(" ".join(words)):
             return

@@ -130,8 +130,10 @@ def test_a_server_given_as_host_and_port_is_asked_over_http() -> None:
     [
         ("http://[::1", "--server 'http://[::1': not a URL kubeflux queue can ask"),
         ("ftp://x", "--server 'ftp://x': not an http or https URL"),
+        ("http://a b", "--server 'http://a b': not a URL kubeflux queue can ask: URL can't contain control"),
+        ("http://a\nb", "--server 'http://a\\nb': not a URL kubeflux queue can ask: URL can't contain control"),
     ],
-    ids=["broken", "another scheme"],
+    ids=["broken", "another scheme", "a space", "a newline"],
 )
 def test_a_server_that_is_no_url_is_exit_2_without_a_traceback(server: str, says: str) -> None:
     result = _queue("--server", server)
@@ -157,6 +159,15 @@ def test_an_unusable_kubeconfig_is_exit_2_saying_what_it_is(tmp_path: Path, kind
     result = _queue("--kubeconfig", str(path))
     assert result.exit_code == 2 and says in result.output, result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+@pytest.mark.parametrize("interval", ["inf", "1e10", "nan"])
+def test_an_interval_past_a_day_is_exit_2_saying_the_longest(interval: str) -> None:
+    """Only ``--interval``'s lower bound was checked: ``time.sleep`` overflowed on ``inf`` or ``1e10``."""
+    result = _queue("--server", "http://127.0.0.1:9", "--watch", "-i", interval, "--iterations", "2")
+    assert result.exit_code == 2, result.output
+    assert "Input should be less than or equal to 86400" in " ".join(result.output.replace("│", "").split())
+    assert "(0.1 to 86400, a day)" in " ".join(_queue("--help").output.replace("│", "").split())
 
 
 def test_a_scheduler_the_server_does_not_run_is_exit_3(served: Cluster) -> None:

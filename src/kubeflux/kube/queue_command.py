@@ -18,6 +18,7 @@ does; a piped table keeps its full width (no wrapping at 80 columns).
 
 from __future__ import annotations
 
+import http.client
 import time
 import urllib.error
 import urllib.request
@@ -47,6 +48,8 @@ EXIT_USAGE = 2
 """Bad options: an unusable kubeconfig, a server that is no URL, an unknown output."""
 EXIT_NO_SCHEDULER = 3
 """``--scheduler`` names no scheduler the server runs."""
+MAX_INTERVAL = 86400.0
+"""The longest ``--interval``: a day (``time.sleep`` refuses infinity and overflows on 1e10 seconds)."""
 PIPE_WIDTH = 1000
 """The width of a table written to a pipe or a file: as wide as its rows (a terminal's width otherwise)."""
 
@@ -158,7 +161,7 @@ def _fetch_url(server: str) -> bytes:
         if why:  # its informers have not synced (or lost the API server): the queue it shows is empty, not true
             raise QueueUnavailable(f"{server} is not ready ({why}): its queue cannot be shown yet; ask again later")
         return data
-    except ValueError as exc:  # not a URL urllib can send to (an unknown scheme, a broken IPv6 address)
+    except (ValueError, http.client.InvalidURL) as exc:  # no URL urllib can send to (a broken IPv6 address, a space)
         raise QueueUnavailable(f"--server {server!r}: not a URL kubeflux queue can ask: {exc}", EXIT_USAGE) from None
     except urllib.error.HTTPError as exc:
         body = exc.read().decode("utf-8", "replace").strip()[:300]
@@ -260,7 +263,14 @@ def queue_command(
     output: Annotated[str, typer.Option("--output", "-o", help="table or json.")] = "table",
     watch: Annotated[bool, typer.Option("--watch", "-w", help="Refresh until Ctrl-C (as watch squeue).")] = False,
     interval: Annotated[
-        float, typer.Option("--interval", "-i", min=0.1, help="Seconds between refreshes with --watch.")
+        float,
+        typer.Option(
+            "--interval",
+            "-i",
+            min=0.1,
+            max=MAX_INTERVAL,
+            help="Seconds between refreshes with --watch (0.1 to 86400, a day).",
+        ),
     ] = 2.0,
     iterations: Annotated[
         int | None, typer.Option("--iterations", min=1, help="With --watch: stop after this many refreshes.")
