@@ -30,6 +30,7 @@ from kubeflux.scheduler.objects import (
     PodPhase,
     PodTerms,
 )
+from shared import at_least
 
 HOST = "kubernetes.io/hostname"
 NAMESPACES = frozenset({"sched-0", "sched-1"})
@@ -62,9 +63,9 @@ def place(scheduler: KubefluxScheduler, pods: list[Pod], now: float) -> tuple[in
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--nodes", type=int, default=5000)
-    parser.add_argument("--init", type=int, default=1000)
-    parser.add_argument("--measure", type=int, default=2000)
+    parser.add_argument("--nodes", type=at_least(1), default=5000)
+    parser.add_argument("--init", type=at_least(0), default=1000, help="pods placed first (0: none)")
+    parser.add_argument("--measure", type=at_least(1), default=2000)
     parser.add_argument("--plain", action="store_true", help="measure pods without constraints beside the first ones")
     args = parser.parse_args()
     scheduler = KubefluxScheduler(queue_depth=10**9)

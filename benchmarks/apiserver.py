@@ -35,6 +35,8 @@ from pathlib import Path
 import orjson
 import yaml
 
+from shared import at_least
+
 
 def pod(name: str) -> bytes:
     return orjson.dumps(
@@ -123,8 +125,10 @@ def rss_mb(pid: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--pods", type=int, default=100_000, help="pods created (and listed) in all")
-    parser.add_argument("--events", type=int, default=10_000, help="watch events replayed to each watcher")
+    parser.add_argument(
+        "--pods", type=at_least(4), default=100_000, help="pods created (and listed) in all; a quarter by one client"
+    )
+    parser.add_argument("--events", type=at_least(1), default=10_000, help="watch events replayed to each watcher")
     parser.add_argument(
         "--kubelet", action="store_true", help="run the simulated kubelets too (binds then start the pods)"
     )

@@ -32,6 +32,7 @@ from kubeflux.jobspec import Jobspec, jobspec_from_dict
 from kubeflux.match import slotbound, traverser
 from kubeflux.match.engine import Engine, MatchOp
 from kubeflux.resources import NodeSpec, build_graph
+from shared import at_least, comma_list
 
 
 def gang(count: int, cores: int) -> Jobspec:
@@ -81,11 +82,15 @@ def reserve(engine: Engine, spec: Jobspec, bound: bool) -> tuple[int, int, int, 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nodes", type=int, default=10_000)
-    parser.add_argument("--cores", type=int, default=64)
-    parser.add_argument("--gangs", default="2,8,16,64")
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--nodes", type=at_least(1), default=10_000)
+    parser.add_argument("--cores", type=at_least(1), default=64, help="cores per node")
+    parser.add_argument(
+        "--gangs", type=comma_list(at_least(1)), default="2,8,16,64", help="gang sizes in nodes, comma-separated"
+    )
+    parser.add_argument("--repeat", type=at_least(1), default=3)
     args = parser.parse_args()
+    if max(args.gangs) > args.nodes:
+        parser.error(f"--gangs: a gang of {max(args.gangs)} nodes does not fit on --nodes {args.nodes}")
     if kubeflux.match.COMPILED:  # its patch would count nothing and switch nothing off: a table of zeros
         raise SystemExit("gang_reserve.py patches the engine: run it on the pure one (KUBEFLUX_PURE=1)")
     began = time.process_time()
@@ -93,7 +98,7 @@ def main() -> None:
     console = Console()
     console.print(f"{args.nodes} nodes x {args.cores} cores, filled in {time.process_time() - began:.1f} s CPU")
     table = Table("gang (nodes)", "reserved at", "start times tried", "walks refused", "ms/match bound on", "off")
-    for count in [int(text) for text in args.gangs.split(",")]:
+    for count in args.gangs:
         spec = gang(count, args.cores)
         times: dict[bool, list[float]] = {True: [], False: []}
         answers: dict[bool, tuple[int, int, int]] = {}

@@ -34,7 +34,7 @@ from kubeflux.jobspec import load_jobspec
 from kubeflux.match.engine import Engine, MatchOp
 from kubeflux.resources import settle_gc
 from kubeflux.resources.grug import read_grug
-from shared import BENCH
+from shared import BENCH, at_least, comma_list, match_policy
 
 FLUXION_MS = {  # (policy, scenario) -> mean ms of Fluxion's resource-query v0.54, 1,024 nodes
     ("first", "a"): 0.19,
@@ -145,12 +145,30 @@ def ratio(fluxion: float | None, times: list[float]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--lengths", default="200,1000", help="jobs per run, comma-separated (prefixes of one run)")
-    parser.add_argument("--nodes", default="1024", help="comma-separated graph sizes, e.g. 1024,5000,10000")
-    parser.add_argument("--policies", default="first,low,lonode,high,hinode")
-    parser.add_argument("--scenarios", default="abcd")
+    parser.add_argument(
+        "--lengths",
+        type=comma_list(at_least(1)),
+        default="200,1000",
+        help="jobs per run, comma-separated (prefixes of one run)",
+    )
+    parser.add_argument(
+        "--nodes",
+        type=comma_list(at_least(64)),
+        default="1024",
+        help="comma-separated graph sizes, each a multiple of 64 or of 100 (racks of 64 or 100), e.g. 1024,5000,10000",
+    )
+    parser.add_argument("--policies", type=comma_list(match_policy), default="first,low,lonode,high,hinode")
+    parser.add_argument(
+        "--scenarios", default="abcd", help=f"letters of the scenarios to run (of {''.join(SCENARIOS)})"
+    )
     args = parser.parse_args()
-    lengths = sorted(int(n) for n in args.lengths.split(","))
+    odd = [nodes for nodes in args.nodes if nodes % 64 and nodes % 100]
+    if odd:
+        parser.error(f"--nodes: {odd[0]} is not a multiple of 64 or of 100 (the graph is built of racks of 64 or 100)")
+    unknown = sorted(set(args.scenarios) - set(SCENARIOS))
+    if unknown or not args.scenarios:
+        parser.error(f"--scenarios {args.scenarios!r}: letters of {''.join(SCENARIOS)} (e.g. abcd)")
+    lengths = sorted(args.lengths)
     console = Console(width=200)
     table = Table(title="kubeflux matcher, CPU ms per match (mean / p99), each run's first match included")
     columns = ["nodes", "policy", "scenario", "first match"]
@@ -163,9 +181,9 @@ def main() -> None:
     for column in ("nodes", "policy", "load s", "init s", "RSS MB"):
         setup.add_column(column, justify="right")
     with tempfile.TemporaryDirectory() as tmp:
-        for nodes in (int(n) for n in args.nodes.split(",")):
+        for nodes in args.nodes:
             path = graph_file(nodes, Path(tmp))
-            for policy in args.policies.split(","):
+            for policy in args.policies:
                 for scenario in args.scenarios:
                     times, cancels = run_scenario(path, policy, scenario, lengths[-1], nodes)
                     fluxion = FLUXION_MS.get((policy, scenario))

@@ -12,6 +12,7 @@ Run: ``.venv/bin/python benchmarks/planner.py``. Scenarios:
 
 from __future__ import annotations
 
+import argparse
 import random
 import time
 from collections.abc import Callable
@@ -133,6 +134,8 @@ def multi_rows(count: int) -> list[Row]:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.parse_args()  # no options: --help prints the docstring, anything else is refused
     rows = empty_rows()
     for count in (1000, 10000):
         rows += planner_rows(count) + multi_rows(count)

@@ -17,6 +17,7 @@ from kubeflux.scheduler.core import KubefluxScheduler
 from kubeflux.scheduler.messages import Evict
 from kubeflux.scheduler.objects import POD_GROUP_LABEL, DisruptionBudget, LabelSelector, PodGroup
 from kubeflux.scheduler.testing import ADDED, Cluster, bound, node, pod
+from shared import at_least
 
 LONG = {"kubeflux.io/walltime": "100000"}
 
@@ -44,11 +45,13 @@ def fill(nodes: int) -> Cluster:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--nodes", type=int, default=5000)
-    parser.add_argument("--urgent", type=int, default=5)
-    parser.add_argument("--blocked", type=int, default=20)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--nodes", type=at_least(4), default=5000, help="a multiple of 4 (each gang fills two nodes)")
+    parser.add_argument("--urgent", type=at_least(0), default=5, help="urgent gangs that preempt, one at a time")
+    parser.add_argument("--blocked", type=at_least(0), default=20, help="urgent gangs that may not preempt")
     args = parser.parse_args()
+    if args.nodes % 4:
+        parser.error(f"--nodes {args.nodes}: a multiple of 4 (half the nodes hold gangs of two, half lone pods)")
     start = time.process_time()
     cluster = fill(args.nodes)
     settle_gc()

@@ -14,6 +14,7 @@ import argparse
 import statistics
 import time
 from collections.abc import Callable
+from functools import partial
 
 from rich.console import Console
 from rich.table import Table
@@ -21,7 +22,7 @@ from rich.table import Table
 from kubeflux.jobspec import load_jobspec
 from kubeflux.match.engine import Engine, MatchOp
 from kubeflux.resources.grug import read_grug
-from shared import BENCH
+from shared import BENCH, at_least, match_policy
 
 
 def timed(calls: list[Callable[[], object]]) -> str:
@@ -37,8 +38,8 @@ def timed(calls: list[Callable[[], object]]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--jobs", type=int, default=200, help="node-exclusive jobs to place and replay")
-    parser.add_argument("--policy", default="first")
+    parser.add_argument("--jobs", type=at_least(1), default=200, help="node-exclusive jobs to place and replay")
+    parser.add_argument("--policy", type=match_policy, default="first")
     args = parser.parse_args()
     path = BENCH / "bench1024.graphml"
     origin = Engine(read_grug(path), policy=args.policy, match_format="jgf")
@@ -51,7 +52,7 @@ def main() -> None:
     rows = [
         (
             "update (replay one job)",
-            timed([lambda r=r: replica.update(r.jobid, r.resources, duration=duration) for r in placed]),
+            timed([partial(replica.update, r.jobid, r.resources, duration=duration) for r in placed]),
         )
     ]
     same = all(replica.jobs[r.jobid].state == origin.jobs[r.jobid].state for r in placed)
@@ -59,7 +60,7 @@ def main() -> None:
     rows.append(("find jobid-tag=<last>", timed([lambda: replica.find(f"jobid-tag={placed[-1].jobid}")] * 5)))
 
     rows.append(
-        ("partial_cancel by own JGF", timed([lambda r=r: replica.partial_cancel(r.jobid, r.resources) for r in placed]))
+        ("partial_cancel by own JGF", timed([partial(replica.partial_cancel, r.jobid, r.resources) for r in placed]))
     )
     released = all(not jobs for jobs in replica.schedule.view.tags.values())
 

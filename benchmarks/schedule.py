@@ -45,6 +45,7 @@ from kubeflux.scheduler.interface import Bind, ClusterEvent, EventKind
 from kubeflux.scheduler.objects import CPU, GPU, MEMORY, POD_GROUP_LABEL, PODS, Node, Pod, PodGroup, PodPhase
 from kubeflux.scheduler.topology import RACK_LEVEL
 from kubeflux.scheduler.translate import NodeShape, node_spec
+from shared import at_least, comma_list, match_policy
 
 ADDED, MODIFIED = EventKind.ADDED, EventKind.MODIFIED
 
@@ -68,10 +69,12 @@ def nodes(count: int, cores: int = 4, gpus: int = 0, racks: int = 0) -> list[Nod
 
 
 def parse_shape(text: str) -> tuple[int, int, int]:
-    """``64`` (cores), ``64s2`` (and sockets), ``64g4`` (and gpus), ``64s2g4`` → (cores, sockets, gpus)."""
+    """``64`` (cores), ``64s2`` (and sockets), ``64g4`` (and gpus), ``64s2g4`` → (cores, sockets, gpus); an argparse
+    ``type``."""
     found = re.fullmatch(r"(\d+)(?:s(\d+))?(?:g(\d+))?", text)
-    if found is None:
-        raise SystemExit(f"--shapes: {text!r} is not CORES[sSOCKETS][gGPUS] (e.g. 64, 64s2, 64s2g4)")
+    if found is None or int(found[1]) < 1:
+        example = "(e.g. 64, 64s2, 64s2g4)"
+        raise argparse.ArgumentTypeError(f"{text!r} is not CORES[sSOCKETS][gGPUS] with one core or more {example}")
     cores, sockets, gpus = found.groups()
     return int(cores), int(sockets or 0), int(gpus or 0)
 
@@ -174,23 +177,27 @@ def update_vs_rebuild(count: int, policy: str, load: int, repeats: int = 50) -> 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--nodes", type=int, default=5000)
-    parser.add_argument("--pods", type=int, default=10_000)
-    parser.add_argument("--groups", type=int, default=1000)
-    parser.add_argument("--group-size", type=int, default=16)
-    parser.add_argument("--policy", default="lonode")
+    parser.add_argument("--nodes", type=at_least(1), default=5000)
+    parser.add_argument("--pods", type=at_least(1), default=10_000)
+    parser.add_argument("--groups", type=at_least(1), default=1000)
+    parser.add_argument("--group-size", type=at_least(1), default=16)
+    parser.add_argument("--policy", type=match_policy, default="lonode")
     parser.add_argument(
         "--shapes",
+        type=comma_list(parse_shape),
         default="4,64,128,64s1,64s2,64g4",
         help="node shapes for (a) and (b): cores per node, sN for N sockets, gN for N gpus (e.g. 4,64,64s2,64s2g4)",
     )
     parser.add_argument("--update-nodes", default="1000,5000", help="node counts for (c), comma-separated ('': none)")
-    parser.add_argument("--load", type=int, default=2, help="one-core pods running per node during (c)")
+    parser.add_argument("--load", type=at_least(0), default=2, help="one-core pods running per node during (c)")
     parser.add_argument("--default-gc", action="store_true", help="keep Python's default garbage collector")
     parser.add_argument(
-        "--racks", default="0", help="racks of consecutive nodes for (a) and (b) (0: none); several (0,50): alternated"
+        "--racks",
+        type=comma_list(at_least(0)),
+        default="0",
+        help="racks of consecutive nodes for (a) and (b) (0: none); several (0,50): alternated",
     )
-    parser.add_argument("--repeat", type=int, default=1, help="runs of each shape and rack count, alternated")
+    parser.add_argument("--repeat", type=at_least(1), default=1, help="runs of each shape and rack count, alternated")
     args = parser.parse_args()
     try:
         update_counts = [int(n) for n in args.update_nodes.split(",")] if args.update_nodes else []
@@ -216,10 +223,8 @@ def main() -> None:
         "kube-scheduler CI floor",
     ):
         table.add_column(column, justify="right")
-    rack_counts = [int(r) for r in args.racks.split(",")]
-    runs = [(shape, racks) for shape in args.shapes.split(",") for _ in range(args.repeat) for racks in rack_counts]
-    for shape, racks in runs:
-        cores, sockets, gpus = parse_shape(shape)
+    runs = [(shape, racks) for shape in args.shapes for _ in range(args.repeat) for racks in args.racks]
+    for (cores, sockets, gpus), racks in runs:
         cluster = nodes(args.nodes, cores, gpus, racks)
         per_node = f"{cores} in {sockets} socket{'s' * (sockets > 1)}" if sockets else str(cores)
         size = (str(args.nodes), str(racks), per_node, str(gpus))

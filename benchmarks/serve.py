@@ -38,6 +38,8 @@ import orjson
 import yaml
 
 import serve_real  # this folder's: the --real mode
+from kubeflux.kube.config import ConfigError, load_config
+from shared import at_least
 
 CREATORS = 4
 
@@ -124,7 +126,8 @@ def run(
     try:
         assert server.stdout is not None
         while not kubeconfig.exists() or "kubeconfig" not in server.stdout.readline():
-            pass
+            if server.poll() is not None:  # it ended before it served: say why, rather than wait for ever
+                raise RuntimeError(f"cluster serve ended (exit {server.returncode}):\n{server.stdout.read()[-2000:]}")
         url = yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
         port = int(url.rsplit(":", 1)[1])
         serve = start([*cli, "serve", "--kubeconfig", str(kubeconfig), *(["--config", str(config)] if config else [])])
@@ -146,9 +149,12 @@ def run(
             )
             print(f"profile of serve: {folder / 'serve.svg'}", file=sys.stderr)
         assert serve.stdout is not None
-        while "caches synced" not in serve.stdout.readline():  # its start (imports, lists) is not the figure
+        said: list[str] = []  # what serve printed while starting: its error, if it ends
+        while "caches synced" not in (line := serve.stdout.readline()):  # its start (imports, lists) is not the figure
+            said.append(line)
             if serve.poll() is not None:
-                raise RuntimeError(f"serve ended: {serve.stdout.read()}")
+                said.append(serve.stdout.read())
+                raise RuntimeError(f"serve ended (exit {serve.returncode}):\n{''.join(said)[-2000:]}")
         names = [f"{workload}-{i}" for i in range(pods)]
         watcher = Watcher(port, len(names))
         watcher.start()
@@ -203,14 +209,16 @@ def run(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--pods", type=int, default=10_000, help="one-core pods of the first workload")
-    parser.add_argument("--gangs", type=int, default=1_000, help="gangs of 16 of the second workload (0: none)")
-    parser.add_argument("--nodes", type=int, default=5_000)
+    parser.add_argument("--pods", type=at_least(1), default=10_000, help="one-core pods of the first workload")
+    parser.add_argument("--gangs", type=at_least(0), default=1_000, help="gangs of 16 of the second workload (0: none)")
+    parser.add_argument("--nodes", type=at_least(1), default=5_000)
     parser.add_argument("--config", type=Path, default=None, help="serve's config (default: its defaults)")
     parser.add_argument("--real", action="store_true", help="on the real control plane (64-core nodes, 3 rows)")
-    parser.add_argument("--repeat", type=int, default=1, help="--real: runs of the rows, alternated")
+    parser.add_argument("--repeat", type=at_least(1), default=1, help="--real: runs of the rows, alternated")
     parser.add_argument("--rows", default=",".join(serve_real.ROWS), help="--real: which rows, comma-separated")
-    parser.add_argument("--raw-processes", type=int, default=4, help="--real: processes of the raw binding client")
+    parser.add_argument(
+        "--raw-processes", type=at_least(1), default=4, help="--real: processes of the raw binding client"
+    )
     parser.add_argument(
         "--baseline",
         type=Path,
@@ -219,11 +227,16 @@ def main() -> None:
     )
     parser.add_argument(
         "--start-runs",
-        type=int,
+        type=at_least(0),
         default=0,
         help="--real: serve's start alone, N launches on one control plane (with --baseline's, alternated)",
     )
     args = parser.parse_args()
+    if args.config is not None:
+        try:
+            load_config(args.config)  # the file serve reads: its error here, before a control plane starts
+        except ConfigError as error:
+            parser.error(f"--config: {error}")
     if args.real:
         rows = [row.strip() for row in args.rows.split(",") if row.strip()]
         unknown = set(rows) - {*serve_real.ROWS, serve_real.BASELINE}

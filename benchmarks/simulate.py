@@ -35,6 +35,7 @@ load average before and after the case. ``write_s`` is the time to write the run
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import resource
@@ -45,7 +46,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from shared import TRACES
+from shared import TRACES, at_least
 
 LCG = TRACES / "LCG-2005-1.swf.gz"
 HPC2N = TRACES / "HPC2N-2002-2.2.first3170.swf"
@@ -181,13 +182,11 @@ def run_command(case: str) -> dict[str, object]:
 def main_command(cases: list[str]) -> None:
     """The whole-command table (module docstring)."""
     for case in cases or ["lcg-fcfs"]:
-        if case not in COMMAND_CASES:
-            raise SystemExit(f"unknown case {case!r} for --command; known: {', '.join(COMMAND_CASES)}")
         row = run_command(case)
         print(
             f"{row['case']:16} {row['jobs']:>7} jobs  whole command {row['wall_s']:>6} s wall  "
             f"{row['jobs_per_min']:>9,} jobs/min  cpu {row['cpu_s']:>6} s  {row['jobs_per_cpu_min']:>9,} jobs/cpu-min  "
-            f"load {row['load']}  peak {row['peak_rss_mb']} MB  outputs: {', '.join(map(str, row['outputs']))}"
+            f"load {row['load']}  peak {row['peak_rss_mb']} MB  outputs: {', '.join(map(str, row['outputs']))}"  # type: ignore[call-overload]
         )
         for line in row["phases"]:  # type: ignore[attr-defined]
             print(f"{'':18}{line}")
@@ -202,23 +201,39 @@ def main_command(cases: list[str]) -> None:
 
 
 def main(argv: list[str]) -> None:
-    if argv[:1] == ["--command"]:
-        main_command(argv[1:])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("cases", nargs="*", metavar="case", help="cases to run (default: all; --command: lcg-fcfs)")
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--jobs", type=at_least(1), default=SYNTHETIC_JOBS, help="only the first N jobs of each synthetic case"
+    )
+    mode.add_argument("--command", action="store_true", help="the whole kubeflux simulate command, timed")
+    mode.add_argument("--one", nargs=2, metavar=("CASE", "JOBS"), help="one case in this process (what each row runs)")
+    args = parser.parse_args(argv)
+    if args.one is not None:
+        if args.cases:
+            parser.error(f"--one: one case only, not also {' '.join(args.cases)}")
+        case, count = args.one
+        if case not in CASES:
+            parser.error(f"--one: unknown case {case!r}; known: {', '.join(CASES)}")
+        try:
+            jobs = at_least(1)(count)
+        except argparse.ArgumentTypeError as error:
+            parser.error(f"--one {case} JOBS: {error}")
+        print(json.dumps(run_case(case, jobs)))
         return
-    if argv[:1] == ["--one"]:
-        print(json.dumps(run_case(argv[1], int(argv[2]))))
+    known = COMMAND_CASES if args.command else CASES
+    unknown = [case for case in args.cases if case not in known]
+    if unknown:
+        parser.error(f"unknown case {unknown[0]!r}{' for --command' * args.command}; known: {', '.join(known)}")
+    if args.command:
+        main_command(args.cases)
         return
-    jobs = SYNTHETIC_JOBS
-    if argv[:1] == ["--jobs"]:
-        if len(argv) < 2 or not argv[1].isdigit() or int(argv[1]) < 1:
-            raise SystemExit("--jobs needs a positive number of jobs")
-        jobs, argv = int(argv[1]), argv[2:]
+    jobs = args.jobs
     from kubeflux import _native, match, sim  # noqa: F401  (importing them settles which engine the cases run)
 
     print(_native.describe())  # e.g. "kubeflux.match: compiled (mypyc, ...)"; KUBEFLUX_PURE=1 for the pure one
-    for case in argv or CASES:
-        if case not in CASES:
-            raise SystemExit(f"unknown case {case!r}; known: {', '.join(CASES)}")
+    for case in args.cases or CASES:
         command = [sys.executable, __file__, "--one", case, str(jobs)]
         out = subprocess.run(command, capture_output=True, text=True, check=False)
         if out.returncode != 0:

@@ -31,7 +31,7 @@ from kubeflux.sim.workloads import load_workload
 from kubeflux.sim.workloads.cluster_file import uniform_cluster
 from kubeflux.sim.workloads.mapping import map_to_cluster
 from kubeflux.sim.workloads.model import Workload
-from shared import TRACES
+from shared import TRACES, at_least
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "src" / "kubeflux" / "data" / "demo"
@@ -85,7 +85,7 @@ def schedule(run: RunRecord) -> list[tuple[object, ...]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--case", choices=("demo", "hpc2n"), action="append")
-    parser.add_argument("--jobs", type=int, default=None, help="only the first N jobs of each workload")
+    parser.add_argument("--jobs", type=at_least(1), default=None, help="only the first N jobs of each workload")
     args = parser.parse_args()
     names = args.case or ["demo", "hpc2n"]
     if "hpc2n" in names and not HPC2N.is_file():
