@@ -7,30 +7,16 @@ from __future__ import annotations
 import dataclasses
 import queue
 import threading
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
-
-import pytest
 
 from kubeflux.kube.reflector import SYNCED, RawEvent, Reflector, watched_resources
 
-from .conftest import CEILING, Cluster, pod, start_cluster
+from .conftest import CEILING, Cluster, pod
 
 
-@pytest.fixture
-def one_node(tmp_path: Path) -> Iterator[Cluster]:
-    started = start_cluster(tmp_path)
-    try:
-        yield started
-    finally:
-        started.api.close()
-        started.server.stop()
-
-
-def test_a_reflector_stopped_while_its_watch_opens_ends(one_node: Cluster) -> None:
-    one_node.create(pod("p", "1"))
-    (pods,) = [resource for resource in watched_resources(one_node.api) if resource.kind == "Pod"]
+def test_a_reflector_stopped_while_its_watch_opens_ends(cluster: Cluster) -> None:
+    cluster.create(pod("p", "1"))
+    (pods,) = [resource for resource in watched_resources(cluster.api) if resource.kind == "Pod"]
     stopper: list[threading.Thread] = []
 
     def call(**query: Any) -> Any:
