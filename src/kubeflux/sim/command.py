@@ -15,7 +15,7 @@ cluster unless one is given) and ``--synthetic "key=value,…"`` (the seeded gen
 Without ``--scheduler`` every built-in scheduler runs (``all``); without a cluster, a trace's header states the
 platform (:mod:`kubeflux.sim.inputs`). What the command refuses, with exit code 2 and a message naming the cause:
 a path that is no readable regular file, an unreadable, truncated or corrupt workload file, a number out of range
-(:mod:`kubeflux.sim.workloads.limits`; a ``--start-delay`` or ``--start-jitter`` beyond :data:`MAX_START_DELAY`), a
+(:mod:`kubeflux.sim.workloads.limits`; a ``--start-delay`` or ``--start-jitter`` beyond a year), a
 run beyond ``--memory-budget``, a bad line or document under ``--strict``, a workload without any job, options that
 would be ignored (``--gpus-per-node`` or ``--memory-per-node`` with ``--cluster``; a ``--start-jitter`` below
 ``--start-delay``; a scheduler named twice), an ``--out`` that cannot be a folder (a file, or a path through one: the
@@ -27,12 +27,11 @@ from __future__ import annotations
 
 import atexit
 import gc
-import math
 import re
 import shutil
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any, Final
@@ -68,7 +67,7 @@ from kubeflux.sim.output.timing import PhaseTimer
 from kubeflux.sim.progress import ProgressReporter
 from kubeflux.sim.records import RunRecord
 from kubeflux.sim.urgent import Urgent, mark_urgent, parse_urgent
-from kubeflux.sim.workloads.limits import ReadBudget, seconds_problem
+from kubeflux.sim.workloads.limits import ReadBudget, seconds_problem, start_delays_problem
 from kubeflux.sim.workloads.model import JobKind, Lifetime, Workload, WorkloadJob, policy_key
 
 DEFAULT_SCHEDULER_NAME: Final = "default-scheduler"
@@ -263,21 +262,6 @@ REPORT_WIDTH: Final = 160
 DEFAULT_MEMORY_PER_NODE: Final = "256Gi"
 OUTPUT_LIST: Final = ".kubeflux-simulate"
 """In ``--out``: the files and folders the run wrote, one per line, which ``--force`` removes before the next."""
-MAX_START_DELAY: Final = 365 * 86_400
-"""The longest ``--start-delay`` and ``--start-jitter`` (of ``simulate``, ``cluster serve`` and a sweep grid's
-``startDelay``/``startJitter``): a year of seconds. A pod that takes longer to start is no experiment anyone runs,
-and a delay far beyond it pushes a pod's start and end past the scheduler's horizon (100 years:
-:data:`~kubeflux.match.engine.DEFAULT_HORIZON`), where the planner's integer times are refused."""
-
-
-def start_delay_problem(seconds: float) -> str | None:
-    """Why ``seconds`` is no start delay or jitter (not finite, negative, beyond :data:`MAX_START_DELAY`), or None;
-    said after the option's name (``--start-delay must be …``)."""
-    if math.isfinite(seconds) and seconds > MAX_START_DELAY:
-        return f"must be at most {MAX_START_DELAY:,} s (a year), got {seconds:g}"
-    return seconds_problem(seconds)
-
-
 UserQueuesOption = Annotated[
     str | None,
     typer.Option(
@@ -315,11 +299,10 @@ def _check_options(
     start_jitter: float,
     schedulers: list[str],
 ) -> None:
-    """Refuse start delays that are no number of seconds (:func:`start_delay_problem`), and options the run would
-    silently ignore (typer.BadParameter, exit code 2)."""
-    for flag, seconds in (("--start-delay", start_delay), ("--start-jitter", start_jitter)):
-        if (problem := start_delay_problem(seconds)) is not None:
-            raise typer.BadParameter(f"{flag} {problem}")
+    """Refuse start delays that are no number of seconds (:func:`~kubeflux.sim.workloads.limits.
+    start_delays_problem`), and options the run would silently ignore (typer.BadParameter, exit code 2)."""
+    if (problem := start_delays_problem(start_delay, start_jitter)) is not None:
+        raise typer.BadParameter(problem)
     if cluster is not None and (gpus_per_node != 0 or memory_per_node != DEFAULT_MEMORY_PER_NODE):
         raise typer.BadParameter("--gpus-per-node and --memory-per-node shape --nodes; with --cluster the file does")
     if 0 < start_jitter < start_delay:
@@ -363,34 +346,45 @@ def _load(
     return workloads
 
 
-def _prepare_out(out: Path, force: bool) -> None:
-    """Make ``out`` ready for a run: created if missing; if not empty, refused unless ``force``, which removes the
-    previous run's outputs (as its :data:`OUTPUT_LIST` names them) and leaves anything else alone. A path that
-    cannot be that folder (a file, one under a file, one the system refuses) is typer.BadParameter with the
-    system's reason."""
+def make_out_folder(out: Path, what: str, clear: Callable[[], None] | None = None) -> None:
+    """Make ``out`` a folder (with its parents), after ``clear`` if given; a path that cannot be one (a file, one
+    under a file, one the system refuses) is typer.BadParameter (exit code 2) naming it as ``what`` with the system's
+    reason, before anything is run."""
     if out.exists() and not out.is_dir():
         raise typer.BadParameter(f"--out {out}: exists and is not a folder")
     try:
-        if out.is_dir() and any(out.iterdir()):
-            if not force:
-                raise typer.BadParameter(
-                    f"--out {out} is not empty (a previous run?); give another folder, or --force to replace the "
-                    "previous run's files there"
-                )
-            listed = out / OUTPUT_LIST
-            names = listed.read_text(encoding="utf-8").splitlines() if listed.is_file() else []
-            for name in names:
-                target = out / name
-                if not name or target.parent != out:
-                    continue  # only direct children the previous run wrote
-                if target.is_dir() and not target.is_symlink():
-                    shutil.rmtree(target)
-                elif target.exists() or target.is_symlink():
-                    target.unlink()
-            listed.unlink(missing_ok=True)
+        if clear is not None:
+            clear()
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise typer.BadParameter(f"--out {out}: cannot be the output folder: {exc.strerror or exc}") from None
+        raise typer.BadParameter(f"--out {out}: cannot be the {what}: {exc.strerror or exc}") from None
+
+
+def _prepare_out(out: Path, force: bool) -> None:
+    """Make ``out`` ready for a run (:func:`make_out_folder`): if not empty, refused unless ``force``, which removes
+    the previous run's outputs (as its :data:`OUTPUT_LIST` names them) and leaves anything else alone."""
+
+    def clear() -> None:
+        if not out.is_dir() or not any(out.iterdir()):
+            return
+        if not force:
+            raise typer.BadParameter(
+                f"--out {out} is not empty (a previous run?); give another folder, or --force to replace the "
+                "previous run's files there"
+            )
+        listed = out / OUTPUT_LIST
+        names = listed.read_text(encoding="utf-8").splitlines() if listed.is_file() else []
+        for name in names:
+            target = out / name
+            if not name or target.parent != out:
+                continue  # only direct children the previous run wrote
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target)
+            elif target.exists() or target.is_symlink():
+                target.unlink()
+        listed.unlink(missing_ok=True)
+
+    make_out_folder(out, "output folder", clear)
 
 
 def _record_outputs(out: Path, before: set[str]) -> None:
@@ -784,4 +778,4 @@ def _run_with_progress(
         reporter.stop()
 
 
-__all__ = ["MAX_START_DELAY", "fit_table", "merge_workloads", "simulate_command", "start_delay_problem"]
+__all__ = ["fit_table", "make_out_folder", "merge_workloads", "simulate_command"]

@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError, f
 
 from kubeflux.match.policy import PolicyError, parse_policy
 from kubeflux.scheduler.objects import Node
+from kubeflux.sim.workloads.limits import start_delay_problem
 
 __all__ = [
     "ClusterShape",
@@ -131,8 +132,6 @@ class SweepGrid(_Strict):
     @field_validator("start_delay", "start_jitter")
     @classmethod
     def _bounded_delay(cls, seconds: float) -> float:
-        from kubeflux.sim.command import start_delay_problem
-
         problem = start_delay_problem(seconds)  # as simulate's --start-delay and --start-jitter are held
         if problem is not None:
             raise ValueError(problem)

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from kubeflux.sim.command import UserQueuesOption, start_delay_problem
+from kubeflux.sim.command import UserQueuesOption, make_out_folder
+from kubeflux.sim.workloads.limits import start_delays_problem
 
 SYSTEM_OBJECTS = 100
 """Room left beside the nodes and their leases for the objects a served cluster makes itself (namespaces, their
@@ -146,9 +147,8 @@ def serve_command(
         typer.echo(f"warning: listening on {address}, beyond loopback", err=True)
     if not 0 <= port <= 65535:
         raise typer.BadParameter(f"--port must be in 0..65535, got {port}")
-    for flag, seconds in (("--start-delay", start_delay), ("--start-jitter", start_jitter)):
-        if (problem := start_delay_problem(seconds)) is not None:
-            raise typer.BadParameter(f"{flag} {problem}")
+    if (problem := start_delays_problem(start_delay, start_jitter)) is not None:
+        raise typer.BadParameter(problem)
     from kubeflux.sim.apiserver.store import DEFAULT_MAX_OBJECTS
 
     max_objects = DEFAULT_MAX_OBJECTS if max_objects is None else max_objects
@@ -175,7 +175,7 @@ def serve_command(
     if workload and not kubelet:
         raise typer.BadParameter("--workload runs its pods in the simulated kubelets: --no-kubelet cannot go with it")
     if workload and out is not None:  # the report of a replay
-        _check_report_folder(out)
+        make_out_folder(out, "report folder")  # refused before the server starts, not after the replay
     try:
         lifecycle = Lifecycle(start_delay, start_jitter, seed=seed)
         clock: Clock = VirtualClock() if clock_mode == "virtual" else WallClock(speed)
@@ -302,18 +302,6 @@ def _served_nodes(cluster: Path | None, shape: Shape, schedulers: int, max_objec
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
     return node_list
-
-
-def _check_report_folder(out: Path) -> None:
-    """Refuse an ``--out`` the report could not be written to, before the server starts rather than after the
-    whole replay: an existing file, or a path the system will not make a folder (one under a file, say; the
-    folder is made now). typer.BadParameter, exit code 2, with the system's reason."""
-    if out.exists() and not out.is_dir():
-        raise typer.BadParameter(f"--out {out}: exists and is not a folder")
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise typer.BadParameter(f"--out {out}: cannot be the report folder: {exc.strerror or exc}") from None
 
 
 def _feature_gates(text: str) -> dict[str, bool]:

@@ -96,6 +96,30 @@ def seconds_problem(value: float, *, unknown: float | None = None) -> str | None
     return None
 
 
+MAX_START_DELAY = 365 * 86_400
+"""The longest start delay and jitter (``--start-delay``/``--start-jitter`` of ``simulate`` and ``cluster serve``, a
+sweep grid's ``startDelay``/``startJitter``): a year of seconds. A pod that takes longer to start is no experiment
+anyone runs, and a delay far beyond it pushes a pod's start and end past the scheduler's horizon (100 years:
+:data:`~kubeflux.match.engine.DEFAULT_HORIZON`), where the planner's integer times are refused."""
+
+
+def start_delay_problem(seconds: float) -> str | None:
+    """Why ``seconds`` is no start delay or jitter (not finite, negative, beyond :data:`MAX_START_DELAY`), or None;
+    said after the option's name (``--start-delay must be …``)."""
+    if math.isfinite(seconds) and seconds > MAX_START_DELAY:
+        return f"must be at most {MAX_START_DELAY:,} s (a year), got {seconds:g}"
+    return seconds_problem(seconds)
+
+
+def start_delays_problem(start_delay: float, start_jitter: float) -> str | None:
+    """The first of ``--start-delay`` and ``--start-jitter`` that is no start delay, named with its problem
+    (:func:`start_delay_problem`), or None."""
+    for flag, seconds in (("--start-delay", start_delay), ("--start-jitter", start_jitter)):
+        if (problem := start_delay_problem(seconds)) is not None:
+            return f"{flag} {problem}"
+    return None
+
+
 def pod_count(workload: Workload, cores_per_node: int, total_cores: int) -> int:
     """How many pods the workload creates in a run, at least: a trace job of P processors makes ``ceil(P / C)``
     pods on nodes of C cores (none when it is larger than the cluster); a Job makes ``completions``; the other
@@ -222,6 +246,7 @@ __all__ = [
     "KEPT_BYTES_PER_JOB",
     "KEPT_BYTES_PER_POD",
     "MAX_SECONDS",
+    "MAX_START_DELAY",
     "PROCESS_BYTES",
     "SERVED_NODE_BYTES",
     "STORED_OBJECT_BYTES",
@@ -237,4 +262,6 @@ __all__ = [
     "seconds_problem",
     "serve_bytes",
     "size_words",
+    "start_delay_problem",
+    "start_delays_problem",
 ]
