@@ -37,6 +37,24 @@ def is_mapping(value: object) -> TypeGuard[Mapping[str, Any]]:
     return type(value) is dict or isinstance(value, Mapping)
 
 
+_PATHS: dict[str, tuple[str, ...]] = {}
+_MAX_PATHS = 4096
+"""Field paths kept split (:func:`_parts`): the readers' own, a few hundred; paths made per item (``spec.
+containers[3].ports``) past this many are split each time, so that no input grows the table."""
+
+
+def _parts(path: str) -> tuple[str, ...]:
+    """``path`` split at its dots, kept: a pod event reads ~40 fields, each split again a read (with its parts'
+    hashes computed again for the lookups), a third of :func:`~kubeflux.apiobjects.manifests.pod_from_manifest`'s
+    time, which serve spends on every pod event (issue 28)."""
+    parts = _PATHS.get(path)
+    if parts is None:
+        parts = tuple(path.split("."))
+        if len(_PATHS) < _MAX_PATHS:
+            _PATHS[path] = parts
+    return parts
+
+
 class ManifestReader:
     """Typed access to one manifest, turning every type mismatch into a :class:`ManifestError`."""
 
@@ -57,12 +75,13 @@ class ManifestReader:
 
     def get(self, path: str, default: Any = None) -> Any:
         node: Any = self.obj
-        parts = path.split(".")
+        parts = _parts(path)
         for depth, part in enumerate(parts):
-            if node is None:
-                return default
-            if not is_mapping(node):
-                raise self.fail(".".join(parts[:depth]), f"expected a mapping, got {type(node).__name__}")
+            if type(node) is not dict:
+                if node is None:
+                    return default
+                if not is_mapping(node):
+                    raise self.fail(".".join(parts[:depth]), f"expected a mapping, got {type(node).__name__}")
             node = node.get(part)
         return default if node is None else node
 
@@ -80,11 +99,19 @@ class ManifestReader:
 
     def entries(self, path: str, value: Any = None) -> list[tuple[str, Mapping[str, Any]]]:
         """Each mapping of the list at ``path`` (or ``value``), with its own path (``spec.taints[0]``)."""
-        return [(f"{path}[{i}]", self.mapping(f"{path}[{i}]", raw)) for i, raw in enumerate(self.sequence(path, value))]
+        result = []
+        for i, raw in enumerate(self.sequence(path, value)):
+            where = f"{path}[{i}]"
+            result.append((where, self.mapping(where, raw)))
+        return result
 
     def field(self, path: str, item: Mapping[str, Any], name: str, default: str = "") -> str:
-        """The string ``item[name]`` of the entry at ``path``; ``default`` when it is missing or empty."""
-        return self.string(f"{path}.{name}", item.get(name) or default)
+        """The string ``item[name]`` of the entry at ``path``; ``default`` when it is missing or empty. (The field's
+        path is made only for the message: a pod's two default tolerations read eight fields, on every event.)"""
+        value = item.get(name) or default
+        if not isinstance(value, str):
+            raise self.fail(f"{path}.{name}", f"expected a string, got {value!r}")
+        return value
 
     def string(self, path: str, value: Any = None, default: str = "") -> str:
         value = self.get(path, default) if value is None else value
