@@ -26,30 +26,61 @@ def test_jobs_are_ordered_by_priority_then_arrival_then_first_sight() -> None:
 
 @settings(max_examples=150, deadline=None)
 @given(
-    st.lists(st.tuples(st.sampled_from("apra"), st.integers(0, 7), st.integers(0, 3), st.integers(-2, 2)), max_size=60)
+    st.lists(
+        st.tuples(st.sampled_from("aprahH"), st.integers(0, 7), st.integers(0, 3), st.integers(-2, 2)), max_size=60
+    )
 )
 def test_the_order_kept_between_passes_is_the_order_sorted_anew(steps: list[tuple[str, int, int, int]]) -> None:
     """:meth:`PendingQueue.ordered` mends the order it found last (jobs gone, new, re-prioritised, moved to another
-    job's place) instead of sorting again: after every step it is what sorting every job now gives."""
+    job's place; the head of the queue bound, as a burst does pass after pass) instead of sorting again: after every
+    step it is what sorting every job now gives."""
     queue = PendingQueue()
     made: dict[int, Pod] = {}
     for op, which, when, priority in steps:
         if op == "a":  # a pod arrives, or its object is replaced with another priority (a watch event)
             known = made.get(which)
-            fresh = pod(f"p{which}", 1000, t=float(when)) if known is None else replace(known, priority=priority)
+            group = {POD_GROUP_LABEL: f"g{which % 2}"} if which >= 5 else {}  # pods 5-7: two groups' members
+            fresh = (
+                pod(f"p{which}", 1000, t=float(when), labels=group)
+                if known is None
+                else replace(known, priority=priority)
+            )
             made[which] = fresh
             queue.add(fresh.uid, fresh)
-        elif op == "r" and which in made:  # it goes (bound, deleted)
+        elif op == "r" and which in made:  # it goes (bound, deleted); a group's job may stay, with a new priority
             queue.remove_pod(made.pop(which).uid)
         elif op == "p" and which in made:  # it takes the place of another job that goes (a started group's member)
             job = queue.by_pod[made[which].uid]
-            started = next((j for j in queue.jobs.values() if j is not job), None)
+            started = next((j for j in queue.ordered() if j is not job), None)  # the head, mostly
             if started is not None:
                 queue.remove_job(started)
                 made = {k: v for k, v in made.items() if v.uid not in started.pods}
-                job.take_place_of(started)
+                queue.take_place(job, started)
+        elif op in "hH" and queue.jobs:  # the first `which` jobs in the order placed (h) or their pods bound (H)
+            for head in queue.ordered()[: which % 3 + 1]:
+                uids = list(head.pods)
+                if op == "h":
+                    queue.remove_job(head)
+                else:
+                    for uid in uids:
+                        queue.remove_pod(uid)
+                made = {k: v for k, v in made.items() if v.uid not in uids}
         expected = sorted(queue.jobs.values(), key=lambda j: (-j.priority, j.arrival, j.seq))
         assert [job.key for job in queue.ordered()] == [job.key for job in expected]
+
+
+def test_a_group_that_loses_its_highest_priority_member_moves_back_in_the_kept_order() -> None:
+    """Between passes only a pod leaves, but its group's job stays with a lower priority: the order kept from the
+    last pass is mended, not reused as it was."""
+    queue = PendingQueue()
+    solo = pod("solo", 1000, t=1.0)
+    low, high = (pod(f"g-{i}", 1000, t=2.0, labels={POD_GROUP_LABEL: "g"}) for i in range(2))
+    high.priority = 5
+    for p in (solo, low, high):
+        queue.add(p.uid, p)
+    assert [job.key for job in queue.ordered()] == ["default/g", "default/solo"]
+    queue.remove_pod(high.uid)
+    assert [job.key for job in queue.ordered()] == ["default/solo", "default/g"]
 
 
 def test_a_groups_members_wait_as_one_job_ready_at_its_min_member_and_arriving_with_the_group() -> None:

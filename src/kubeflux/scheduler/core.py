@@ -375,8 +375,19 @@ class KubefluxScheduler:
             self._wake_at(job.ready_since + timeout)
 
     def _cancel_reservations(self) -> None:
+        """Every job's reservation dropped (:meth:`ClusterBooks.cancel_reservations`), at every full pass: only the
+        jobs that hold something are visited (a burst of 10,000 waiting pods had each visited a pass)."""
+        books, defer = self.books, self.profile.keep_reservations
         for job in self.queue.jobs.values():
-            self.books.cancel_reservations(job, defer=self.profile.keep_reservations)
+            if (
+                job.reservations
+                or job.holds
+                or job.expected_start is not None
+                or job.left_out
+                or job.member_reservations
+                or books.deferred is job
+            ):
+                books.cancel_reservations(job, defer=defer)
 
     def _timed_out(self, job: PendingJob, now: float) -> str | None:
         """A group still not placed ``scheduleTimeoutSeconds`` after it was ready (or last retried): the message
@@ -445,7 +456,7 @@ class KubefluxScheduler:
         self.queue.backing_off.discard(job)
         for uid, pod in left:  # beyond minMember: each waits on its own, in its started group, in the group's place
             queued = self.queue.add(uid, pod)
-            queued.take_place_of(job)
+            self.queue.take_place(queued, job)
             queued.told.update({uid: job.told[uid]} if uid in job.told else {})
             self.queue.dirty = True
         return None
@@ -558,9 +569,9 @@ class KubefluxScheduler:
         one that came with an expected start written before this run (:data:`~kubeflux.scheduler.queue.INHERITED`),
         told why it was not reached."""
         for job in self.queue.jobs.values():
-            if job.expected_start is not None:
-                continue
             told = job.told
+            if job.expected_start is not None or not told:  # (most of a burst: never reached, never told)
+                continue
             for uid in [uid for uid, said in told.items() if said[1] is not None and uid in job.pods]:
                 message = told[uid][0] or self._unreached_message(job)
                 told[uid] = (message, None)

@@ -152,6 +152,11 @@ class PendingQueue:
         """Jobs rejected as never fitting, kept to be queued again when a node is added or changes."""
         self._order: list[PendingJob] = []
         """The jobs in the order :meth:`ordered` last found."""
+        self._changes = 0
+        """Bumped by every change but a job's leaving (:meth:`add`, a pod removed from a job that stays), which may
+        add a job or move one in the order; :meth:`ordered` compares it with :attr:`_ordered_at`."""
+        self._ordered_at = (-1, -1)
+        """(``_seq``, ``_changes``) when :meth:`ordered` last found the order."""
         self.gated: dict[str, Pod] = {}
         """Pod uid → a pod of the scheduler's that still has ``spec.schedulingGates``: not queued, not placed, waiting
         (``SchedulingGated``) until its last gate is removed; then it is queued as a new pod."""
@@ -171,6 +176,7 @@ class PendingQueue:
 
     def add(self, uid: str, pod: Pod) -> PendingJob:
         """Queue ``pod`` (or refresh it when already queued); returns its job."""
+        self._changes += 1
         job = self.by_pod.get(uid)
         if job is not None:
             job.put(uid, pod)
@@ -198,7 +204,15 @@ class PendingQueue:
         job.drop(uid)
         if not job.pods and self.jobs.get(job.key) is job:
             del self.jobs[job.key]
+        elif job.pods:
+            self._changes += 1  # its place may change (its priority is its pods')
         return job
+
+    def take_place(self, job: PendingJob, of: PendingJob) -> None:
+        """``job`` waits in the place of ``of`` (:meth:`PendingJob.take_place_of`: a started group's member left
+        over)."""
+        job.take_place_of(of)
+        self._changes += 1
 
     def remove_job(self, job: PendingJob) -> None:
         for uid in job.pods:
@@ -243,8 +257,23 @@ class PendingQueue:
         thousands wait (a burst, :attr:`~kubeflux.scheduler.core.KubefluxScheduler.queue_depth` jobs tried a pass)
         does not sort them all again: with 10,000 pods waiting, the sort made 10,000 key tuples a pass (~1 ms) and
         set off the collections they cost (a 10,000-pod burst's 157 passes, compiled: 1.84 -> 1.57 s of CPU; the
-        same 1.17 s both with the collector off)."""
+        same 1.17 s both with the collector off).
+
+        When jobs only left since (a burst: those bound, at the head of the queue), the order is the last one less
+        the jobs gone at its head, found without a walk over every job (157 passes over 10,000 waiting pods each
+        walked them all: ~7 % of a pass, compiled): no job came (:attr:`_seq`), none moved (:attr:`_changes`), so
+        the jobs are a subset of the last order's, and when as many are left as the order holds past the gone head,
+        they are exactly those."""
         jobs = self.jobs
+        order = self._order
+        if self._ordered_at == (self._seq, self._changes):
+            gone = 0
+            while gone < len(order) and jobs.get(order[gone].key) is not order[gone]:
+                order[gone].sorted_as = None
+                gone += 1
+            if len(order) - gone == len(jobs):
+                del order[:gone]
+                return list(order)
         kept: list[PendingJob] = []
         for job in self._order:
             if jobs.get(job.key) is not job:
@@ -264,6 +293,7 @@ class PendingQueue:
             kept.extend(moved)
             kept.sort(key=PendingJob.order)  # two sorted runs, merged
         self._order = kept
+        self._ordered_at = (self._seq, self._changes)
         return list(kept)
 
 
