@@ -577,9 +577,11 @@ class Binder:
                 else:
                     namespace, _, name = claim.claim.partition("/")
                     self.writer.patch_namespaced_persistent_volume_claim(name, namespace, claim_patch(claim))
-            # kube-scheduler's DynamicResources PreBind: the claims first (taken back when refused: its Unreserve)
-            stamp = format_timestamp(int(self.clock()))  # the allocation's allocationTimestamp, as kube-scheduler's
-            reserve_claims(self.writer, decision.resource_claims, pod.name, decision.uid, written, stamp)
+            if decision.resource_claims:  # kube-scheduler's DynamicResources PreBind: the claims first (taken back
+                # when refused: its Unreserve), their allocationTimestamp as kube-scheduler's (not made for a pod
+                # without claims: 14 µs of the binder process's CPU a Binding, a tenth of it)
+                stamp = format_timestamp(int(self.clock()))
+                reserve_claims(self.writer, decision.resource_claims, pod.name, decision.uid, written, stamp)
             self.writer.create_namespaced_pod_binding(pod.name, pod.namespace, body)
         except client.ApiException as exc:
             self._claims_now(unreserve_claims(self.writer, written, decision.uid))
