@@ -29,7 +29,13 @@ takes the annotation back."""
 @dataclass(slots=True, eq=False, init=False)
 class PendingJob:
     """A job waiting in the queue: a lone pod or a pod group's members (its own ``__init__``: compiled, the one
-    :mod:`dataclasses` generates stays interpreted, and calls each field's default factory in Python)."""
+    :mod:`dataclasses` generates stays interpreted, and calls each field's default factory in Python).
+
+    A job in :attr:`PendingQueue.jobs` is changed through the queue's methods (:meth:`PendingQueue.add`,
+    :meth:`~PendingQueue.remove_pod`, :meth:`~PendingQueue.take_place`), never by its own :meth:`put`, :meth:`drop`
+    or :meth:`take_place_of`: :meth:`PendingQueue.ordered` reuses the last order while the queue has counted no
+    change that can move a job. (A rejected job, out of the queue, is changed directly: it comes back through
+    :meth:`~PendingQueue.add`.)"""
 
     key: str
     """``namespace/name`` of the group, or of the lone pod."""
