@@ -29,6 +29,7 @@ from kubeflux.sim.pods import Lifecycle
 from kubeflux.sim.workloads.cluster_file import uniform_cluster
 from kubeflux.wallclock import WallClock
 from tests.kube.conftest import Cluster, eventually, pod
+from tests.shared import unboxed
 
 TOKEN = "queue-test-token"
 
@@ -166,8 +167,8 @@ def test_an_interval_past_a_day_is_exit_2_saying_the_longest(interval: str) -> N
     """Only ``--interval``'s lower bound was checked: ``time.sleep`` overflowed on ``inf`` or ``1e10``."""
     result = _queue("--server", "http://127.0.0.1:9", "--watch", "-i", interval, "--iterations", "2")
     assert result.exit_code == 2, result.output
-    assert "Input should be less than or equal to 86400" in " ".join(result.output.replace("│", "").split())
-    assert "(0.1 to 86400, a day)" in " ".join(_queue("--help").output.replace("│", "").split())
+    assert unboxed("Input should be less than or equal to 86400") in unboxed(result.output)
+    assert unboxed("(0.1 to 86400, a day)") in unboxed(_queue("--help").output)
 
 
 def test_a_scheduler_the_server_does_not_run_is_exit_3(served: Cluster) -> None:

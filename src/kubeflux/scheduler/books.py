@@ -449,7 +449,17 @@ class ClusterBooks:
     def cancel_reservations(self, job: PendingJob, *, defer: bool = False) -> None:
         """Drop the job's reservation: its engine jobs and holds. With ``defer`` a kept gang reservation
         (:mod:`kubeflux.scheduler.kept`) stays in the engine, for one job at a time, until the pass either finds it
-        the same again or touches the engine otherwise (:meth:`drop_deferred`)."""
+        the same again or touches the engine otherwise (:meth:`drop_deferred`). A job that holds nothing is left as it
+        is: every full pass asks this of every waiting job (10,000 in a burst), most of them holding nothing."""
+        if not (
+            job.reservations
+            or job.holds
+            or job.expected_start is not None
+            or job.left_out
+            or job.member_reservations
+            or self.deferred is job
+        ):
+            return
         graph = self.graph
         if graph is not None:
             kept = job.kept

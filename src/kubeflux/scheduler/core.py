@@ -375,19 +375,9 @@ class KubefluxScheduler:
             self._wake_at(job.ready_since + timeout)
 
     def _cancel_reservations(self) -> None:
-        """Every job's reservation dropped (:meth:`ClusterBooks.cancel_reservations`), at every full pass: only the
-        jobs that hold something are visited (a burst of 10,000 waiting pods had each visited a pass)."""
         books, defer = self.books, self.profile.keep_reservations
         for job in self.queue.jobs.values():
-            if (
-                job.reservations
-                or job.holds
-                or job.expected_start is not None
-                or job.left_out
-                or job.member_reservations
-                or books.deferred is job
-            ):
-                books.cancel_reservations(job, defer=defer)
+            books.cancel_reservations(job, defer=defer)
 
     def _timed_out(self, job: PendingJob, now: float) -> str | None:
         """A group still not placed ``scheduleTimeoutSeconds`` after it was ready (or last retried): the message

@@ -262,6 +262,7 @@ REPORT_WIDTH: Final = 160
 DEFAULT_MEMORY_PER_NODE: Final = "256Gi"
 OUTPUT_LIST: Final = ".kubeflux-simulate"
 """In ``--out``: the files and folders the run wrote, one per line, which ``--force`` removes before the next."""
+
 UserQueuesOption = Annotated[
     str | None,
     typer.Option(
