@@ -44,6 +44,7 @@ CALLS: dict[str, set[tuple[str, str, str]]] = {
     "patch_namespaced_persistent_volume_claim": {("", "persistentvolumeclaims", "patch")},
     "patch_persistent_volume": {("", "persistentvolumes", "patch")},
     "create_namespaced_pod_binding": {("", "pods/binding", "create")},
+    "create_namespaced_pod_bindings": {("", "pods/binding", "create")},
     "create_namespaced_pod_eviction": {("", "pods/eviction", "create")},
     "patch_namespaced_pod_status": {("", "pods/status", "patch")},
     "patch_namespaced_pod": {("", "pods", "patch")},

@@ -27,6 +27,10 @@ class ScriptedServer:
         self.closed = threading.Event()
         """Set once the server closed a connection."""
         self.heads: list[str] = []
+        self.bodies: list[bytes] = []
+        self.ahead = 0
+        """Requests that must have arrived after the next connection's first one before it is answered: a client
+        that waits for each answer before sending the next request (not pipelining) gets no answer and times out."""
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         threading.Thread(target=self._serve, daemon=True).start()
@@ -38,26 +42,34 @@ class ScriptedServer:
             except OSError:
                 return
             self.connections += 1
+            received = bytearray()  # what the client sent ahead (pipelined requests)
+            ahead, self.ahead = self.ahead, 0
             with conn:
-                while self._one(conn):
+                while ahead and received.count(b"\r\n\r\n") < ahead + 1:
+                    chunk = conn.recv(65536)
+                    if not chunk:
+                        break
+                    received += chunk
+                while self._one(conn, received):
                     pass
             self.closed.set()
 
-    def _one(self, conn: socket.socket) -> bool:
-        data = b""
+    def _one(self, conn: socket.socket, data: bytearray) -> bool:
         while b"\r\n\r\n" not in data:
             chunk = conn.recv(65536)
             if not chunk:
                 return False
             data += chunk
-        head, _, body = data.partition(b"\r\n\r\n")
+        head, _, rest = bytes(data).partition(b"\r\n\r\n")
         length = next(
             (int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")),
             0,
         )
-        while len(body) < length:
-            body += conn.recv(65536)
+        while len(rest) < length:
+            rest += conn.recv(65536)
+        data[:] = rest[length:]
         self.heads.append(head.decode())
+        self.bodies.append(rest[:length])
         answer = self.answers.pop(0) if self.answers else b"HTTP/1.1 500 Unscripted\r\nContent-Length: 0\r\n\r\n"
         if callable(answer):  # something done as the request is being answered
             answer = answer()
@@ -283,3 +295,87 @@ def test_a_binding_answered_with_a_malformed_length_is_refused_by_the_binder_not
     finally:
         binder.stop()
     assert refused == ["bind not sent: bad Content-Length '2, 2'"]
+
+
+def _pipelined(raw: RawApi, count: int) -> list[bytes | Exception]:
+    return list(raw.create_namespaced_pod_bindings([(f"p{i}", "default", {"n": i}) for i in range(count)]))
+
+
+def test_bindings_go_back_to_back_on_one_connection_and_each_answer_comes_in_order(served: Served) -> None:
+    raw, answers, server = served
+    server.ahead = 3  # the first is answered only once all four arrived: sent before any answer was read
+    status = b'{"kind":"Status","code":409}'
+    answers += [
+        OK,
+        b"HTTP/1.1 409 Conflict\r\nContent-Length: %d\r\n\r\n%s" % (len(status), status),
+        b"HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n",
+        OK,
+        OK,
+    ]
+    first, refused, chunked, last = _pipelined(raw, 4)
+    assert first == chunked == last == b"{}"
+    assert isinstance(refused, client.ApiException) and refused.status == 409
+    assert [head.split("\r\n")[0] for head in server.heads] == [
+        f"POST /api/v1/namespaces/default/pods/p{i}/binding HTTP/1.1" for i in range(4)
+    ]
+    assert server.bodies == [b'{"n":%d}' % i for i in range(4)]
+    assert raw.create_namespaced_event("default", {}) == b"{}"  # the connection serves again
+    assert server.connections == 1
+
+
+def test_the_requests_after_an_answer_that_ends_the_connection_go_again_on_a_new_one(served: Served) -> None:
+    raw, answers, server = served
+    # the server read all three but processed only the first: it said it closes (RFC 9112 9.6)
+    answers += [b"HTTP/1.1 201 Created\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}", OK, OK]
+    assert _pipelined(raw, 3) == [b"{}"] * 3
+    assert server.connections == 2
+    names = [head.split("\r\n")[0].split("/")[6] for head in server.heads]
+    assert names == ["p0", "p1", "p2"]  # each processed once
+
+
+def test_requests_whose_answers_never_came_have_an_unknown_outcome_and_are_not_sent_again(served: Served) -> None:
+    raw, answers, server = served
+    answers += [OK, b"HTTP/1.1 201 Created\r\nContent-Length: 100\r\n\r\n{<drop>", OK, OK]
+    outcomes = _pipelined(raw, 4)
+    assert outcomes[0] == b"{}"
+    assert all(isinstance(outcome, urllib3.exceptions.ProtocolError) for outcome in outcomes[1:])
+    assert len(server.heads) == 2 and server.connections == 1  # the last two were never read again nor resent
+    assert raw.create_namespaced_event("default", {}) == b"{}"  # a new connection for the next write
+    assert server.connections == 2
+
+
+def test_pipelined_bindings_without_a_connection_fail_each_without_raising() -> None:
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    listener.close()
+    raw = RawApi(client.ApiClient(client.Configuration(host=f"http://127.0.0.1:{port}")), (2.0, 2.0))
+    outcomes = _pipelined(raw, 2)
+    assert len(outcomes) == 2
+    assert all(isinstance(outcome, urllib3.exceptions.NewConnectionError) for outcome in outcomes)
+
+
+def test_a_binder_pipelines_a_threads_queued_bindings_and_tells_each_outcome(served: Served) -> None:
+    _, answers, server = served
+    status = b'{"kind":"Status","code":409,"message":"pod p2 is already assigned"}'
+    conflict = b"HTTP/1.1 409 Conflict\r\nContent-Length: %d\r\n\r\n%s" % (len(status), status)
+    answers += [OK, OK, conflict, OK, b"HTTP/1.1 201 Created\r\nContent-Length: 100\r\n\r\n{<drop>"]
+    bound: list[str] = []
+    refused: list[str] = []
+    api = client.ApiClient(client.Configuration(host=f"http://127.0.0.1:{server.port}"))
+    binder = Binder(api, workers=1, on_bound=lambda s, d, pod: bound.append(pod.name))
+    binder.on_refused = lambda outcome: refused.append(f"{outcome.decision.pod}: {outcome.reason}")
+    gate = threading.Event()
+    binder._submit(PodRef("default", "gate", "g"), gate.wait, "bind")  # holds the thread while six queue
+    for i in range(6):
+        binder.bind("kubeflux", Bind(f"default/p{i}", f"u{i}", "n1"), PodRef("default", f"p{i}", f"u{i}"))
+    server.ahead = 4
+    gate.set()
+    assert binder.drain(10)
+    binder.stop()
+    assert bound == ["p0", "p1", "p3"]
+    assert refused[0] == "default/p2: 409: pod p2 is already assigned"
+    assert [line.split(":")[0] for line in refused[1:]] == ["default/p4", "default/p5"]
+    assert all("bind not sent" in line for line in refused[1:])
+    bindings = [head.split("\r\n")[0].split("/")[6] for head in server.heads if "/binding " in head]
+    assert bindings == ["p0", "p1", "p2", "p3", "p4"]  # p5 went in the pipeline, was never answered nor sent again
+    assert len(server.heads) == 8  # and the three Scheduled events, after the burst, on a new connection

@@ -82,16 +82,17 @@ def _before_bind(serve: Serve, act: Any) -> None:
     """Run ``act(name, node)`` just before serve's next Binding is sent (once): a race it loses. The binder's
     threads must be serve's own (``binding.process: false``): the race is set up in this process."""
     assert isinstance(serve.binder, Binder)
-    real = serve.binder.writer.create_namespaced_pod_binding
+    real = serve.binder.writer.create_namespaced_pod_bindings  # a pod with no claim: its Binding may go pipelined
     done: list[bool] = []
 
-    def racing(name: str, namespace: str, body: Any) -> Any:
+    def racing(bindings: list[tuple[str, str, Any]]) -> Any:
         if not done:
             done.append(True)
+            name, _, body = bindings[0]
             act(name, body["target"]["name"])
-        return real(name, namespace, body)
+        return real(bindings)
 
-    serve.binder.writer.create_namespaced_pod_binding = racing  # type: ignore[method-assign]
+    serve.binder.writer.create_namespaced_pod_bindings = racing  # type: ignore[method-assign]
 
 
 def test_a_bind_lost_to_another_scheduler_is_unreserved_and_the_pod_counted_where_it_runs(two_nodes: Cluster) -> None:

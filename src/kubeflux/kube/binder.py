@@ -1,10 +1,14 @@
 """Writing the core's decisions to the cluster: Bindings, ``PodScheduled`` conditions, annotations and Events.
 
-A small pool of threads sends the requests (raw JSON on the official client's pool: :mod:`kubeflux.kube.rest`),
-so a slow API server delays the writes, never the matching. Every write for one pod goes to the same thread (by a
-hash of its key), one at a time. Each thread sends Bindings before anything else (a pod waiting for its node
-matters more than a note about another pod), and a condition or event decided before a pod's latest Binding is
-dropped unsent: it is stale, and a ``PodScheduled=False`` can never land after the pod's Binding.
+A small pool of threads (:mod:`kubeflux.kube.writers`) sends the requests (raw JSON on the official client's
+pool: :mod:`kubeflux.kube.rest`), so a slow API server delays the writes, never the matching. Every write for one
+pod goes to the same thread (by a hash of its key), one at a time. Each thread sends Bindings before anything else
+(a pod waiting for its node matters more than a note about another pod), and a condition or event decided before a
+pod's latest Binding is dropped unsent: it is stale, and a ``PodScheduled=False`` can never land after the pod's
+Binding. The Bindings queued one after the other on a thread go back to back on one connection (HTTP/1.1
+pipelining, :data:`~kubeflux.kube.writers.PIPELINE` at a time), their answers handled in order as each is read: a
+pipelined Binding whose answer never came (the connection broke) is refused as any Binding whose outcome is
+unknown, never sent again.
 
 The events about Bindings done (``Scheduled``, and a :class:`PodWarning`'s) come last: they wait while Bindings are
 queued anywhere or were queued within :data:`EVENTS_QUIET` seconds, so that a burst of Bindings does not share the
@@ -66,8 +70,6 @@ import os
 import socket
 import threading
 import time
-import zlib
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -88,6 +90,7 @@ from kubeflux.apiobjects.eventbudget import EventBudget
 from kubeflux.apiobjects.manifests import DEFAULT_SCHEDULER, format_timestamp
 from kubeflux.kube.claimwrites import Written, free_claim, reserve_claims, unreserve_claims
 from kubeflux.kube.rest import RawApi
+from kubeflux.kube.writers import Write, Writers
 from kubeflux.scheduler.devices import ClaimAllocation
 from kubeflux.scheduler.informer import BIND_BACKOFF, MAX_BIND_BACKOFF
 from kubeflux.scheduler.interface import (
@@ -163,21 +166,6 @@ def _reason(exc: client.ApiException) -> str:
     return f"{exc.status}: {exc.reason}"
 
 
-_Task = tuple[Callable[[], None], int, str, str]
-
-
-class _Worker:
-    """One writer thread's work: Bindings first, then conditions, then events about Bindings done (while no
-    Binding is waiting anywhere), each lane in order."""
-
-    def __init__(self) -> None:
-        self.binds: deque[_Task] = deque()
-        self.writes: deque[_Task] = deque()
-        self.later: deque[_Task] = deque()
-        self.ready = threading.Condition()
-        self.closed = False
-
-
 class _VictimEvictions:
     """The evictions of one victim job queued and not yet done, and why one was not ("" while none)."""
 
@@ -237,30 +225,9 @@ class Binder:
         self._due: list[tuple[float, int, Callable[[], None]]] = []
         """(when, order, what): the writes waiting for their time, done by the flusher (:meth:`_at`)."""
         self._due_order = itertools.count()
-        self._closing = False
-        self._abandoned = False
+        self._writers = Writers(workers, self._bind_all, events_quiet, events_backlog)
         self._flusher = threading.Thread(target=self._flush, daemon=True, name="binder-flusher")
         self._flusher.start()
-        self._workers = [_Worker() for _ in range(workers)]
-        self._bind_seq: dict[str, int] = {}
-        """Pod uid → the sequence number of its latest Binding queued: older advisory writes for it are stale."""
-        self._seq = 0
-        self._pending = 0
-        self._binding = 0
-        """Bindings queued or being sent, on every thread."""
-        self._last_bind = 0.0
-        """When (monotonic) the last Binding was queued."""
-        self._later = 0
-        """Events about Bindings done, not written yet."""
-        self.events_quiet = events_quiet
-        self.events_backlog = events_backlog
-        self._idle = threading.Condition()
-        self._threads = [
-            threading.Thread(target=self._work, args=(w,), daemon=True, name=f"binder-{i}")
-            for i, w in enumerate(self._workers)
-        ]
-        for thread in self._threads:
-            thread.start()
         self.binds = 0
         self.refused = 0
         self.failed = ""
@@ -268,108 +235,45 @@ class Binder:
         says there why its process ended)."""
         self._count_lock = threading.Lock()
         self._victims: dict[tuple[str, str], _VictimEvictions] = {}
-        """(scheduler, victim job) → its evictions, while any is queued (under ``_idle``)."""
+        """(scheduler, victim job) → its evictions, while any is queued (under ``_victims_lock``)."""
+        self._victims_lock = threading.Lock()
 
-    # ------------------------------------------------------------------ the pool
+    # ------------------------------------------------------------------ the threads
 
-    def _submit(self, pod: PodRef, task: Callable[[], None], kind: str, route: str = "") -> None:
+    def _submit(
+        self,
+        pod: PodRef,
+        task: Callable[[], None],
+        kind: str,
+        route: str = "",
+        bind: tuple[str, Bind, PodRef] | None = None,
+    ) -> None:
         """Queue ``task`` on ``pod``'s thread (``route``'s when given: every eviction of one victim job on one).
-        ``kind``: ``bind`` (sent first, and even while stopping), ``evict`` (with the Bindings, not while
-        stopping),
-        ``advisory`` (a condition or event decided before any later Binding of the pod: dropped once one is
-        queued), ``after`` (an event about a Binding done)."""
-        with self._idle:
-            self._pending += 1
-            self._seq += 1
-            seq = self._seq
-            if kind == "bind":
-                self._bind_seq[pod.uid] = seq
-                self._binding += 1
-                self._last_bind = time.monotonic()
-            elif kind == "after":
-                self._later += 1
-        worker = self._workers[zlib.crc32((route or f"{pod.namespace}/{pod.name}").encode()) % len(self._workers)]
-        lane = worker.binds if kind in ("bind", "evict") else worker.later if kind == "after" else worker.writes
-        with worker.ready:
-            lane.append((task, seq, pod.uid, kind))
-            worker.ready.notify()
+        ``kind``: ``bind`` (sent first, and even while stopping; ``bind``: the Binding's data, for it to go with
+        others), ``evict`` (with the Bindings, not while stopping), ``advisory`` (a condition or event decided
+        before any later Binding of the pod: dropped once one is queued), ``after`` (an event about a Binding
+        done): see :mod:`kubeflux.kube.writers`."""
+        self._writers.submit(route or f"{pod.namespace}/{pod.name}", pod.uid, task, kind, bind)
 
-    def _events_wait(self) -> float:
-        """Seconds an event about a Binding done should still wait (0: send it): while Bindings are queued or
-        were within :attr:`events_quiet` seconds, unless :attr:`events_backlog` events wait already."""
-        if self._closing or self._later >= self.events_backlog:
-            return 0.0
-        if self._binding:
-            return self.events_quiet
-        return max(0.0, self._last_bind + self.events_quiet - time.monotonic())
-
-    def _next(self, worker: _Worker) -> _Task | None:
-        """The next write of ``worker``'s thread (None: the binder is stopping and nothing is left)."""
-        with worker.ready:
-            while True:
-                if worker.binds:
-                    return worker.binds.popleft()
-                if worker.writes:
-                    return worker.writes.popleft()
-                if worker.later:
-                    wait = self._events_wait()
-                    if wait <= 0.0:
-                        return worker.later.popleft()
-                    worker.ready.wait(wait)
-                elif worker.closed:
-                    return None
-                else:
-                    worker.ready.wait()
-
-    def _work(self, worker: _Worker) -> None:
-        while True:
-            work = self._next(worker)
-            if work is None:
-                return
-            task, seq, uid, kind = work
-            try:
-                stale = kind == "advisory" and self._bind_seq.get(uid, -1) > seq
-                if not self._abandoned and not stale and (kind == "bind" or not self._closing):
-                    task()
-            except Exception:  # one bad write never stops the writer
-                log.exception("writing a decision failed")
-            finally:
-                with self._idle:
-                    self._pending -= 1
-                    if kind == "bind":
-                        self._binding -= 1
-                    elif kind == "after":
-                        self._later -= 1
-                    if not self._pending:
-                        self._idle.notify_all()
+    @property
+    def _closing(self) -> bool:
+        return self._writers.closing
 
     def drain(self, timeout: float | None = None) -> bool:
         """Wait until every write submitted so far is done; whether it is."""
-        with self._idle:
-            return self._idle.wait_for(lambda: self._pending == 0, timeout)
+        return self._writers.drain(timeout)
 
     def stop(self, grace: float = 10.0) -> None:
         """Send the Bindings already decided (within ``grace`` seconds), drop the conditions and events not yet
         written (a scheduler that runs next writes its own), then end the threads. A Binding not sent leaves its
         pod pending for the next scheduler: nothing is half done."""
         with self._told_lock:
-            if self._closing:
+            if self._writers.closing:
                 return
-            self._closing = True
+            self._writers.closing = True
             self._told_lock.notify_all()
         self._flusher.join()
-        for worker in self._workers:
-            with worker.ready:
-                worker.closed = True
-                worker.ready.notify()
-        deadline = time.monotonic() + grace
-        for thread in self._threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
-        if any(thread.is_alive() for thread in self._threads):
-            log.warning("binder: %d writes not sent within %gs of stopping; dropped", self._pending, grace)
-            self._abandoned = True
-            for thread in self._threads:
-                thread.join()
+        self._writers.close(grace)
         self.writer.close()
 
     def _count(self, what: str) -> None:
@@ -378,7 +282,7 @@ class Binder:
 
     @property
     def pending(self) -> int:
-        return self._pending
+        return self._writers.pending
 
     def batch(self) -> contextlib.AbstractContextManager[None]:
         """As :meth:`BinderProcess.batch <kubeflux.kube.binderprocess.BinderProcess.batch>` (here every write is
@@ -393,8 +297,7 @@ class Binder:
             self._annotated.discard(uid)
             self._last.pop(uid, None)
             self._deferred.pop(uid, None)
-        with self._idle:
-            self._bind_seq.pop(uid, None)
+        self._writers.forget(uid)
         self.event_budget.forget(uid)
 
     # ------------------------------------------------------------------ decisions
@@ -405,7 +308,8 @@ class Binder:
             self._deferred.pop(pod.uid, None)
             # the Binds of pods sharing a claim go on one thread, in the core's order: the allocation's write first
             route = decision.resource_claims[0].key if decision.resource_claims else ""
-            self._submit(pod, lambda: self._bind(scheduler, decision, pod), "bind", route=route)
+            work = (scheduler, decision, pod)
+            self._submit(pod, partial(self._bind, *work), "bind", route=route, bind=work)
 
     def unschedulable(self, scheduler: str, decision: Unschedulable | Reject, pod: PodRef) -> None:
         expected = decision.expected_start if isinstance(decision, Unschedulable) else None
@@ -481,7 +385,7 @@ class Binder:
             self.on_evicted(scheduler, decision, "failed", why)
             return
         job = (scheduler, decision.victim or decision.pod)
-        with self._idle:
+        with self._victims_lock:
             self._victims.setdefault(job, _VictimEvictions()).queued += 1
         self._submit(pod, lambda: self._evict_in_turn(job, decision, pod), "evict", route=job[1])
 
@@ -519,7 +423,7 @@ class Binder:
         """One of a victim job's evictions, on the job's thread after the ones decided before it: not sent once
         another was not done (see the module docstring)."""
         scheduler = job[0]
-        with self._idle:
+        with self._victims_lock:
             evictions = self._victims[job]
             stopped = evictions.stopped
         try:
@@ -530,10 +434,10 @@ class Binder:
                 return
             result, why = self._evict(scheduler, decision, pod)
             if result in _STOPS_THE_JOB:
-                with self._idle:
+                with self._victims_lock:
                     evictions.stopped = f"pod {pod.namespace}/{pod.name}: {why}"
         finally:
-            with self._idle:
+            with self._victims_lock:
                 evictions.queued -= 1
                 if not evictions.queued:
                     del self._victims[job]
@@ -564,8 +468,56 @@ class Binder:
         self.event(pod, "Normal", PREEMPTED_REASON, decision.message, scheduler, "Preempting")
         return "evicted", ""
 
+    def _bind_all(self, tasks: list[Write[tuple[str, Bind, PodRef]]]) -> None:
+        """Bindings queued one after the other on a thread, in their order: those with nothing to write before
+        them sent back to back, any other on its own (:meth:`_bind`)."""
+        plain: list[Write[tuple[str, Bind, PodRef]]] = []
+        for task in tasks:
+            assert task.binding is not None
+            _, decision, pod = task.binding
+            if decision.volume_claims or decision.resource_claims or self._annotation_stale(pod):
+                self._bindings(plain)
+                plain = []
+                self._writers.run(task)
+            else:
+                plain.append(task)
+        self._bindings(plain)
+
+    def _bindings(self, tasks: list[Write[tuple[str, Bind, PodRef]]]) -> None:
+        """Plain Bindings (no claim to write, no annotation to remove first) on one connection, each answer
+        handled as it is read."""
+        left = iter(tasks)
+        try:
+            if self._writers.abandoned or not tasks:
+                return
+            bodies = []
+            for task in tasks:
+                assert task.binding is not None
+                _, decision, pod = task.binding
+                bodies.append(
+                    (pod.name, pod.namespace, binding(pod.name, decision.uid, decision.node, decision.annotations))
+                )
+            for task, answer in zip(tasks, self.writer.create_namespaced_pod_bindings(bodies), strict=True):
+                next(left)
+                try:
+                    assert task.binding is not None
+                    self._bound(*task.binding, [], None if isinstance(answer, bytes) else answer)
+                except Exception:  # one bad write never stops the writer
+                    log.exception("writing a decision failed")
+                finally:
+                    self._writers.finished(task)
+        except Exception:
+            log.exception("writing decisions failed")
+        finally:
+            for task in left:  # not answered (abandoned, or the writer failed): counted done
+                self._writers.finished(task)
+
+    def _annotation_stale(self, pod: PodRef) -> bool:
+        """Whether the pod may carry an expected start, to remove before its Binding."""
+        return pod.expected_start is not None or pod.uid in self._annotated  # seen on the pod, or written by us
+
     def _bind(self, scheduler: str, decision: Bind, pod: PodRef) -> None:
-        if pod.expected_start is not None or pod.uid in self._annotated:  # seen on the pod, or written by us
+        if self._annotation_stale(pod):
             self._patch_annotations(pod, expected_start_annotations(None))
             self._annotated.discard(pod.uid)
         body = binding(pod.name, decision.uid, decision.node, decision.annotations)
@@ -583,15 +535,27 @@ class Binder:
                 stamp = format_timestamp(int(self.clock()))
                 reserve_claims(self.writer, decision.resource_claims, pod.name, decision.uid, written, stamp)
             self.writer.create_namespaced_pod_binding(pod.name, pod.namespace, body)
-        except client.ApiException as exc:
+        except (client.ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
+            self._bound(scheduler, decision, pod, written, exc)
+            return
+        self._bound(scheduler, decision, pod, written, None)
+
+    def _bound(
+        self, scheduler: str, decision: Bind, pod: PodRef, written: list[Written], failure: Exception | None
+    ) -> None:
+        """A Binding answered (``failure`` None: done; a refusal; a failure to send, its outcome unknown) after the
+        claims ``written`` for it: told to the callbacks, a refused Bind's claims taken back."""
+        if isinstance(failure, client.ApiException):
             self._claims_now(unreserve_claims(self.writer, written, decision.uid))
             self._count("refused")
-            self.on_refused(BindOutcome(scheduler, decision, _reason(exc)))
+            self.on_refused(BindOutcome(scheduler, decision, _reason(failure)))
             return
-        except (urllib3.exceptions.HTTPError, OSError) as exc:  # unknown outcome: the watch will say if it bound
+        if failure is not None:  # unknown outcome: the watch will say if it bound
+            if not isinstance(failure, urllib3.exceptions.HTTPError | OSError):
+                raise failure
             self._claims_now([claim for _, claim in written])
             self._count("refused")
-            self.on_refused(BindOutcome(scheduler, decision, f"bind not sent: {exc}"))
+            self.on_refused(BindOutcome(scheduler, decision, f"bind not sent: {failure}"))
             return
         self._claims_now([claim for _, claim in written])
         self._count("binds")

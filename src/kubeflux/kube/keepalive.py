@@ -17,6 +17,11 @@ when a reused connection turns out closed by the server as it was sent (nor does
 write's outcome is then unknown and serve's callers read it from the watch; only making a connection, when
 nothing was sent, is tried three times (as urllib3's default retries did). A server that chose a protocol other
 than HTTP/1.1 through ALPN gets its requests from urllib3 (:meth:`Connections.send` returns None).
+Requests may also go back to back on one connection before their answers are read (HTTP/1.1 pipelining,
+:meth:`Connections.send_all`): the answers come in order, each yielded as it is read. A request whose answer was
+never read has an unknown outcome (its failure is yielded), but for the requests after an answer that ends the
+connection (``Connection: close``, an HTTP/1.0 answer, a body ended by closing): the server read none of them
+(RFC 9112, 9.6), so they go again on a new connection.
 Failures raise :class:`OSError` (socket and TLS errors, timeouts), urllib3's connect errors
 (:class:`~urllib3.exceptions.NewConnectionError`) or its :class:`~urllib3.exceptions.ProtocolError` (an answer that
 is not HTTP, a malformed size included), which serve's callers handle as they handled urllib3's.
@@ -33,7 +38,7 @@ import urllib3
 from urllib3.connection import HTTPConnection
 from urllib3.exceptions import ProtocolError
 
-__all__ = ["Connections", "Reply", "chunked_body"]
+__all__ = ["Connections", "Reply", "Request", "chunked_body"]
 
 _CHUNK = 65536
 _MAX_HEAD = 1 << 20
@@ -57,6 +62,15 @@ def _size(text: str, base: int, what: str) -> int:
     if not text or len(text) > 16 or text.strip(_DECIMAL if base == 10 else _HEX):
         raise ProtocolError(f"bad {what} {text[:40]!r}")
     return int(text, base)
+
+
+class Request(NamedTuple):
+    """A request to send (``body`` None: none)."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes | None
 
 
 class Reply(NamedTuple):
@@ -134,7 +148,8 @@ def chunked_body(recv: Callable[[int], bytes]) -> Iterator[bytes]:
 
 
 def _read(reader: _Reader, method: str) -> tuple[Reply, bool]:
-    """The response and whether the connection may serve again."""
+    """The response and whether the server keeps the connection open after it (more of it may be buffered in
+    ``reader`` already: the next answer to pipelined requests)."""
     while True:
         head = reader.until(b"\r\n\r\n").decode("latin-1").split("\r\n")
         version, _, rest = head[0].partition(" ")
@@ -157,7 +172,7 @@ def _read(reader: _Reader, method: str) -> tuple[Reply, bool]:
         data = reader.exactly(_size(fields["content-length"], 10, "Content-Length"))
     else:
         data, reusable = reader.to_end(), False
-    return Reply(status, reason.strip(), data), reusable and not reader.buffer
+    return Reply(status, reason.strip(), data), reusable
 
 
 def _seconds(value: object) -> float | None:
@@ -214,14 +229,26 @@ class Connections:
             return connection
         raise AssertionError("unreachable")
 
+    def _frame(self, request: Request) -> bytes:
+        lines = [f"{request.method} {self.prefix}{request.path} HTTP/1.1", f"Host: {self.authority}"]
+        lines += [f"{name}: {value}" for name, value in request.headers.items()]
+        if request.body is not None:
+            lines.append(f"Content-Length: {len(request.body)}")
+        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (request.body or b"")
+
+    def _done(self, connection: HTTPConnection, reusable: bool) -> None:
+        """``connection`` answered whole: kept for the next request (``reusable``: the server keeps it open and
+        nothing more was read from it) or closed."""
+        with self._lock:
+            if reusable and not self._closed:
+                self._idle.append((connection, monotonic()))
+                return
+        connection.close()
+
     def send(self, method: str, path: str, headers: dict[str, str], body: bytes | None) -> Reply | None:
         """The response to ``method path`` with ``headers`` and ``body`` (None: no body); None when the server
         chose a protocol other than HTTP/1.1 (ALPN) and nothing was sent: the caller goes through urllib3."""
-        lines = [f"{method} {self.prefix}{path} HTTP/1.1", f"Host: {self.authority}"]
-        lines += [f"{name}: {value}" for name, value in headers.items()]
-        if body is not None:
-            lines.append(f"Content-Length: {len(body)}")
-        request = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b"")
+        request = self._frame(Request(method, path, headers, body))
         connection = self._take()
         if connection is None:
             return None
@@ -229,16 +256,59 @@ class Connections:
             sock = connection.sock
             assert sock is not None
             sock.sendall(request)
-            reply, reusable = _read(_Reader(sock.recv), method)
+            reader = _Reader(sock.recv)
+            reply, reusable = _read(reader, method)
         except BaseException:
             connection.close()
             raise
-        with self._lock:
-            if reusable and not self._closed:
-                self._idle.append((connection, monotonic()))
-                return reply
-        connection.close()
+        self._done(connection, reusable and not reader.buffer)
         return reply
+
+    def send_all(self, requests: list[Request]) -> Iterator[Reply | Exception] | None:
+        """Each request's response, or the failure that left it without one (its outcome unknown), in order and
+        as each is read: the requests sent back to back on one connection (pipelined). None when the server chose a
+        protocol other than HTTP/1.1 (ALPN) and nothing was sent. Making the connection raises as :meth:`send`
+        does (nothing was sent). The caller reads the iterator to its end (the connection is closed otherwise)."""
+        connection = self._take()
+        if connection is None:
+            return None
+        return self._pipelined(connection, requests)
+
+    def _pipelined(self, connection: HTTPConnection, requests: list[Request]) -> Iterator[Reply | Exception]:
+        answered = 0
+        reusable = False
+        try:
+            sock = connection.sock
+            assert sock is not None
+            sock.sendall(b"".join(map(self._frame, requests)))
+            reader = _Reader(sock.recv)
+            for request in requests:
+                reply, reusable = _read(reader, request.method)
+                answered += 1
+                yield reply
+                if not reusable:
+                    break
+        except Exception as exc:  # the rest's outcome is unknown: each is told why
+            connection.close()
+            for _ in requests[answered:]:
+                yield exc
+            return
+        except BaseException:  # the caller stopped reading (GeneratorExit) or was interrupted
+            connection.close()
+            raise
+        rest = requests[answered:]
+        self._done(connection, reusable and not reader.buffer and not rest)
+        if not rest:
+            return
+        # the server ended the connection with the last answer read (Connection: close …): it read none of the rest
+        try:
+            again = self.send_all(rest)
+        except Exception as exc:  # (urllib3's and the sockets' errors) nothing was sent
+            again = iter([exc] * len(rest))
+        if again is None:  # the server changed protocol meanwhile: nothing sent
+            reason = ProtocolError("the server stopped speaking HTTP/1.1 between two connections")
+            again = iter([reason] * len(rest))
+        yield from again
 
     def close(self) -> None:
         """Close the idle connections; one in use is closed when its request ends."""

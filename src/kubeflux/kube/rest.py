@@ -19,6 +19,7 @@ alike.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -26,7 +27,7 @@ import orjson
 import urllib3
 from kubernetes import client
 
-from kubeflux.kube.keepalive import Connections
+from kubeflux.kube.keepalive import Connections, Reply, Request
 
 __all__ = ["RawApi"]
 
@@ -100,10 +101,39 @@ class RawApi:
             self._writes = None
             writes.close()
             return bytes(self.request(method, path, data, content_type).data)
-        if not 200 <= reply.status <= 299:
-            text = reply.data.decode("utf-8", "replace")
-            raise client.ApiException(status=reply.status, reason=reply.reason, body=text)
-        return reply.data
+        return _answer(reply)
+
+    def write_all(
+        self, method: str, writes: list[tuple[str, Any]], content_type: str = JSON
+    ) -> Iterator[bytes | Exception]:
+        """Each write's answer (as :meth:`write` returns it) or failure (as :meth:`write` raises it: a refusal,
+        or a failure to send that leaves its outcome unknown), in order and as each is read: ``writes`` (path,
+        body) sent back to back on one connection (:meth:`~kubeflux.kube.keepalive.Connections.send_all`), one
+        at a time through urllib3 for a client behind an HTTP proxy. Read the iterator to its end."""
+        bodies = [(path, body if isinstance(body, bytes) else orjson.dumps(body)) for path, body in writes]
+        connections = self._writes
+        replies = None
+        if connections is not None and bodies:
+            headers = self._headers(method, bodies[0][0], content_type)  # the same for every path (a bearer token)
+            try:
+                replies = connections.send_all([Request(method, path, headers, data) for path, data in bodies])
+            except (urllib3.exceptions.HTTPError, OSError) as exc:  # no connection: nothing was sent
+                return iter([exc] * len(bodies))
+            if replies is None:  # the server chose another protocol than HTTP/1.1 (ALPN): urllib3 from now on
+                self._writes = None
+                connections.close()
+        if replies is None:
+            return self._one_by_one(method, bodies, content_type)
+        return (reply if isinstance(reply, Exception) else _checked(reply) for reply in replies)
+
+    def _one_by_one(
+        self, method: str, bodies: list[tuple[str, bytes]], content_type: str
+    ) -> Iterator[bytes | Exception]:
+        for path, data in bodies:
+            try:
+                yield bytes(self.request(method, path, data, content_type).data)
+            except (client.ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
+                yield exc
 
     def request(
         self,
@@ -183,6 +213,12 @@ class RawApi:
     def create_namespaced_pod_binding(self, name: str, namespace: str, binding: Any) -> bytes:
         return self.write("POST", f"{_pod(namespace, name)}/binding", binding)
 
+    def create_namespaced_pod_bindings(self, bindings: list[tuple[str, str, Any]]) -> Iterator[bytes | Exception]:
+        """Several ``(name, namespace, binding)`` pipelined (:meth:`write_all`): each one's answer or failure."""
+        return self.write_all(
+            "POST", [(f"{_pod(namespace, name)}/binding", body) for name, namespace, body in bindings]
+        )
+
     def create_namespaced_pod_eviction(self, name: str, namespace: str, body: Any) -> bytes:
         """A ``policy/v1`` Eviction (429 when a PodDisruptionBudget refuses it)."""
         return self.write("POST", f"{_pod(namespace, name)}/eviction", body)
@@ -213,6 +249,22 @@ class RawApi:
         """An ``events.k8s.io/v1`` Event."""
         path = f"/apis/events.k8s.io/v1/namespaces/{quote(namespace, safe='')}/events"
         return self.write("POST", path, event)
+
+
+def _answer(reply: Reply) -> bytes:
+    """The body of a 2xx answer; :class:`~kubernetes.client.ApiException` for any other."""
+    if not 200 <= reply.status <= 299:
+        text = reply.data.decode("utf-8", "replace")
+        raise client.ApiException(status=reply.status, reason=reply.reason, body=text)
+    return reply.data
+
+
+def _checked(reply: Reply) -> bytes | Exception:
+    """As :func:`_answer`, the refusal returned instead of raised."""
+    try:
+        return _answer(reply)
+    except client.ApiException as exc:
+        return exc
 
 
 def _claim(namespace: str, name: str) -> str:
