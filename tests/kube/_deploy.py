@@ -49,6 +49,7 @@ CALLS: dict[str, set[tuple[str, str, str]]] = {
     "patch_namespaced_pod_status": {("", "pods/status", "patch")},
     "patch_namespaced_pod": {("", "pods", "patch")},
     "create_namespaced_event": {("events.k8s.io", "events", "create")},
+    "create_namespaced_events": {("events.k8s.io", "events", "create")},
     "read_namespaced_lease": {("coordination.k8s.io", "leases", "get")},
     "create_namespaced_lease": {("coordination.k8s.io", "leases", "create")},
     "replace_namespaced_lease": {("coordination.k8s.io", "leases", "update")},

@@ -7,6 +7,7 @@ import socket
 import threading
 from collections.abc import Callable, Iterator
 
+import orjson
 import pytest
 import urllib3
 from kubernetes import client
@@ -29,8 +30,8 @@ class ScriptedServer:
         self.heads: list[str] = []
         self.bodies: list[bytes] = []
         self.ahead = 0
-        """Requests that must have arrived after the next connection's first one before it is answered: a client
-        that waits for each answer before sending the next request (not pipelining) gets no answer and times out."""
+        """Requests that must have arrived after a new connection's first one before it is answered: a client that
+        waits for each answer before sending the next request (not pipelining) gets no answer and times out."""
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         threading.Thread(target=self._serve, daemon=True).start()
@@ -43,9 +44,8 @@ class ScriptedServer:
                 return
             self.connections += 1
             received = bytearray()  # what the client sent ahead (pipelined requests)
-            ahead, self.ahead = self.ahead, 0
             with conn:
-                while ahead and received.count(b"\r\n\r\n") < ahead + 1:
+                while self.ahead and received.count(b"\r\n\r\n") < self.ahead + 1:
                     chunk = conn.recv(65536)
                     if not chunk:
                         break
@@ -313,6 +313,7 @@ def test_bindings_go_back_to_back_on_one_connection_and_each_answer_comes_in_ord
         OK,
     ]
     first, refused, chunked, last = _pipelined(raw, 4)
+    server.ahead = 0
     assert first == chunked == last == b"{}"
     assert isinstance(refused, client.ApiException) and refused.status == 409
     assert [head.split("\r\n")[0] for head in server.heads] == [
@@ -354,7 +355,9 @@ def test_pipelined_bindings_without_a_connection_fail_each_without_raising() -> 
     assert all(isinstance(outcome, urllib3.exceptions.NewConnectionError) for outcome in outcomes)
 
 
-def test_a_binder_pipelines_a_threads_queued_bindings_and_tells_each_outcome(served: Served) -> None:
+def test_a_binder_pipelines_a_threads_queued_bindings_and_their_events_and_tells_each_outcome(
+    served: Served,
+) -> None:
     _, answers, server = served
     status = b'{"kind":"Status","code":409,"message":"pod p2 is already assigned"}'
     conflict = b"HTTP/1.1 409 Conflict\r\nContent-Length: %d\r\n\r\n%s" % (len(status), status)
@@ -368,7 +371,7 @@ def test_a_binder_pipelines_a_threads_queued_bindings_and_tells_each_outcome(ser
     binder._submit(PodRef("default", "gate", "g"), gate.wait, "bind")  # holds the thread while six queue
     for i in range(6):
         binder.bind("kubeflux", Bind(f"default/p{i}", f"u{i}", "n1"), PodRef("default", f"p{i}", f"u{i}"))
-    server.ahead = 4
+    server.ahead = 2  # on each connection: the Bindings' and, after them, the three Scheduled events'
     gate.set()
     assert binder.drain(10)
     binder.stop()
@@ -378,4 +381,6 @@ def test_a_binder_pipelines_a_threads_queued_bindings_and_tells_each_outcome(ser
     assert all("bind not sent" in line for line in refused[1:])
     bindings = [head.split("\r\n")[0].split("/")[6] for head in server.heads if "/binding " in head]
     assert bindings == ["p0", "p1", "p2", "p3", "p4"]  # p5 went in the pipeline, was never answered nor sent again
-    assert len(server.heads) == 8  # and the three Scheduled events, after the burst, on a new connection
+    events = [head.split("\r\n")[0] for head in server.heads[5:]]
+    assert events == ["POST /apis/events.k8s.io/v1/namespaces/default/events HTTP/1.1"] * 3  # after the burst
+    assert server.connections == 2 and [orjson.loads(body)["reason"] for body in server.bodies[5:]] == ["Scheduled"] * 3

@@ -14,9 +14,9 @@ The events about Bindings done (``Scheduled``, and a :class:`PodWarning`'s) come
 queued anywhere or were queued within :data:`EVENTS_QUIET` seconds, so that a burst of Bindings does not share the
 API server with as many Event writes (kube-scheduler's event broadcaster writes them beside its Bindings and drops
 them when its queue of 1,000 is full). None is dropped or merged: they are all written, in order, once the burst
-ends; only with more than :data:`EVENTS_BACKLOG` waiting do they go between the Bindings again (memory stays
-bounded). ``kubeflux_pending_writes`` counts them. Stopping drops the ones not yet written, like every other write
-but a Binding.
+ends (pipelined as the Bindings are); only with more than :data:`EVENTS_BACKLOG` waiting do they go between the
+Bindings again (memory stays bounded). ``kubeflux_pending_writes`` counts them. Stopping drops the ones not yet
+written, like every other write but a Binding.
 
 * :class:`Bind` → ``POST pods/binding`` (``_preload_content=False``: the typed call mis-reads the server's 201
   ``Status`` reply). The core's allocation annotation rides on the Binding itself (the API server copies a
@@ -70,7 +70,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, NamedTuple
@@ -166,6 +166,25 @@ def _reason(exc: client.ApiException) -> str:
     return f"{exc.status}: {exc.reason}"
 
 
+class _BindWrite(NamedTuple):
+    """A Binding to send (it may go with others: :mod:`kubeflux.kube.writers`)."""
+
+    scheduler: str
+    decision: Bind
+    pod: PodRef
+
+
+class _EventWrite(NamedTuple):
+    """An event about a Binding done, to send (it may go with others)."""
+
+    pod: PodRef
+    type_: str
+    reason: str
+    note: str
+    scheduler: str
+    action: str
+
+
 class _VictimEvictions:
     """The evictions of one victim job queued and not yet done, and why one was not ("" while none)."""
 
@@ -225,7 +244,9 @@ class Binder:
         self._due: list[tuple[float, int, Callable[[], None]]] = []
         """(when, order, what): the writes waiting for their time, done by the flusher (:meth:`_at`)."""
         self._due_order = itertools.count()
-        self._writers = Writers(workers, self._bind_all, events_quiet, events_backlog)
+        self._writers: Writers[_BindWrite | _EventWrite] = Writers(
+            workers, self._send_together, events_quiet, events_backlog
+        )
         self._flusher = threading.Thread(target=self._flush, daemon=True, name="binder-flusher")
         self._flusher.start()
         self.binds = 0
@@ -246,14 +267,14 @@ class Binder:
         task: Callable[[], None],
         kind: str,
         route: str = "",
-        bind: tuple[str, Bind, PodRef] | None = None,
+        together: _BindWrite | _EventWrite | None = None,
     ) -> None:
         """Queue ``task`` on ``pod``'s thread (``route``'s when given: every eviction of one victim job on one).
-        ``kind``: ``bind`` (sent first, and even while stopping; ``bind``: the Binding's data, for it to go with
-        others), ``evict`` (with the Bindings, not while stopping), ``advisory`` (a condition or event decided
-        before any later Binding of the pod: dropped once one is queued), ``after`` (an event about a Binding
-        done): see :mod:`kubeflux.kube.writers`."""
-        self._writers.submit(route or f"{pod.namespace}/{pod.name}", pod.uid, task, kind, bind)
+        ``kind``: ``bind`` (sent first, and even while stopping), ``evict`` (with the Bindings, not while
+        stopping), ``advisory`` (a condition or event decided before any later Binding of the pod: dropped once one
+        is queued), ``after`` (an event about a Binding done); ``together``: the write's data, for it to go with
+        others of its kind: see :mod:`kubeflux.kube.writers`."""
+        self._writers.submit(route or f"{pod.namespace}/{pod.name}", pod.uid, task, kind, together)
 
     @property
     def _closing(self) -> bool:
@@ -308,8 +329,8 @@ class Binder:
             self._deferred.pop(pod.uid, None)
             # the Binds of pods sharing a claim go on one thread, in the core's order: the allocation's write first
             route = decision.resource_claims[0].key if decision.resource_claims else ""
-            work = (scheduler, decision, pod)
-            self._submit(pod, partial(self._bind, *work), "bind", route=route, bind=work)
+            work = _BindWrite(scheduler, decision, pod)
+            self._submit(pod, partial(self._bind, *work), "bind", route=route, together=work)
 
     def unschedulable(self, scheduler: str, decision: Unschedulable | Reject, pod: PodRef) -> None:
         expected = decision.expected_start if isinstance(decision, Unschedulable) else None
@@ -372,11 +393,7 @@ class Binder:
             if warned.get(decision.reason) == decision.message:
                 return
             warned[decision.reason] = decision.message
-        self._submit(
-            pod,
-            lambda: self.event(pod, "Warning", decision.reason, decision.message, scheduler, "Scheduling"),
-            "after",
-        )
+        self._event_after(_EventWrite(pod, "Warning", decision.reason, decision.message, scheduler, "Scheduling"))
 
     def evict(self, scheduler: str, decision: Evict, pod: PodRef) -> None:
         """Send the eviction on ``pod``'s thread (see the module docstring); its outcome goes to ``on_evicted``."""
@@ -468,49 +485,84 @@ class Binder:
         self.event(pod, "Normal", PREEMPTED_REASON, decision.message, scheduler, "Preempting")
         return "evicted", ""
 
-    def _bind_all(self, tasks: list[Write[tuple[str, Bind, PodRef]]]) -> None:
-        """Bindings queued one after the other on a thread, in their order: those with nothing to write before
-        them sent back to back, any other on its own (:meth:`_bind`)."""
-        plain: list[Write[tuple[str, Bind, PodRef]]] = []
-        for task in tasks:
-            assert task.binding is not None
-            _, decision, pod = task.binding
-            if decision.volume_claims or decision.resource_claims or self._annotation_stale(pod):
-                self._bindings(plain)
-                plain = []
-                self._writers.run(task)
-            else:
-                plain.append(task)
-        self._bindings(plain)
-
-    def _bindings(self, tasks: list[Write[tuple[str, Bind, PodRef]]]) -> None:
-        """Plain Bindings (no claim to write, no annotation to remove first) on one connection, each answer
-        handled as it is read."""
-        left = iter(tasks)
-        try:
-            if self._writers.abandoned or not tasks:
+    def _send_together(self, writes: list[Write[_BindWrite | _EventWrite]]) -> None:
+        """Writes of one kind queued one after the other on a thread, in their order: Bindings (those with nothing
+        to write before them back to back, any other on its own: :meth:`_bind`), or events about Bindings done (back
+        to back, unless stopping)."""
+        if writes[0].kind != "bind":
+            if self._writers.closing:  # dropped, as a write sent alone would be
+                for write in writes:
+                    self._writers.finished(write)
                 return
-            bodies = []
-            for task in tasks:
-                assert task.binding is not None
-                _, decision, pod = task.binding
-                bodies.append(
-                    (pod.name, pod.namespace, binding(pod.name, decision.uid, decision.node, decision.annotations))
-                )
-            for task, answer in zip(tasks, self.writer.create_namespaced_pod_bindings(bodies), strict=True):
+            self._pipelined(writes, self._send_events, self._event_answered)
+            return
+        plain: list[Write[_BindWrite | _EventWrite]] = []
+        for write in writes:
+            assert isinstance(write.together, _BindWrite)
+            _, decision, pod = write.together
+            if decision.volume_claims or decision.resource_claims or self._annotation_stale(pod):
+                self._pipelined(plain, self._send_bindings, self._binding_answered)
+                plain = []
+                self._writers.run(write)
+            else:
+                plain.append(write)
+        self._pipelined(plain, self._send_bindings, self._binding_answered)
+
+    def _send_bindings(self, writes: list[_BindWrite | _EventWrite]) -> Iterator[bytes | Exception]:
+        bodies = []
+        for write in writes:
+            assert isinstance(write, _BindWrite)
+            _, decision, pod = write
+            bodies.append(
+                (pod.name, pod.namespace, binding(pod.name, decision.uid, decision.node, decision.annotations))
+            )
+        return self.writer.create_namespaced_pod_bindings(bodies)
+
+    def _binding_answered(self, write: _BindWrite | _EventWrite, answer: bytes | Exception) -> None:
+        assert isinstance(write, _BindWrite)
+        self._bound(*write, [], None if isinstance(answer, bytes) else answer)
+
+    def _send_events(self, writes: list[_BindWrite | _EventWrite]) -> Iterator[bytes | Exception]:
+        bodies = []
+        for write in writes:
+            assert isinstance(write, _EventWrite)
+            bodies.append((write.pod.namespace, self._event_body(*write)))
+        return self.writer.create_namespaced_events(bodies)
+
+    def _event_answered(self, write: _BindWrite | _EventWrite, answer: bytes | Exception) -> None:
+        assert isinstance(write, _EventWrite)
+        if not isinstance(answer, bytes):
+            log.warning(
+                "event %s on pod %s/%s not written: %s", write.reason, write.pod.namespace, write.pod.name, answer
+            )
+
+    def _pipelined(
+        self,
+        writes: list[Write[_BindWrite | _EventWrite]],
+        send: Callable[[list[_BindWrite | _EventWrite]], Iterator[bytes | Exception]],
+        answered: Callable[[_BindWrite | _EventWrite, bytes | Exception], None],
+    ) -> None:
+        """``writes`` sent back to back on one connection (``send``), each one's answer or failure handled
+        (``answered``) as it is read, and each counted done."""
+        left = iter(writes)
+        try:
+            if self._writers.abandoned or not writes:
+                return
+            together = [write.together for write in writes if write.together is not None]
+            for write, answer in zip(writes, send(together), strict=True):
                 next(left)
                 try:
-                    assert task.binding is not None
-                    self._bound(*task.binding, [], None if isinstance(answer, bytes) else answer)
+                    assert write.together is not None
+                    answered(write.together, answer)
                 except Exception:  # one bad write never stops the writer
                     log.exception("writing a decision failed")
                 finally:
-                    self._writers.finished(task)
+                    self._writers.finished(write)
         except Exception:
             log.exception("writing decisions failed")
         finally:
-            for task in left:  # not answered (abandoned, or the writer failed): counted done
-                self._writers.finished(task)
+            for write in left:  # not answered (abandoned, or the writer failed): counted done
+                self._writers.finished(write)
 
     def _annotation_stale(self, pod: PodRef) -> bool:
         """Whether the pod may carry an expected start, to remove before its Binding."""
@@ -561,7 +613,7 @@ class Binder:
         self._count("binds")
         self.on_bound(scheduler, decision, pod)
         message = scheduled_message(f"{pod.namespace}/{pod.name}", decision.node)
-        self._submit(pod, lambda: self.event(pod, "Normal", "Scheduled", message, scheduler, "Binding"), "after")
+        self._event_after(_EventWrite(pod, "Normal", "Scheduled", message, scheduler, "Binding"))
 
     def _claims_now(self, claims: list[dict[str, Any]]) -> None:
         """The claims as the server answered this Bind's writes: to ``on_claims`` before the Bind's outcome."""
@@ -599,9 +651,22 @@ class Binder:
         except (urllib3.exceptions.HTTPError, OSError) as exc:
             log.warning("pod %s/%s: annotations not written: %s", pod.namespace, pod.name, exc)
 
+    def _event_after(self, event: _EventWrite) -> None:
+        """Queue an event about a Binding done (it may go with others: :meth:`_send_together`)."""
+        self._submit(event.pod, partial(self.event, *event), "after", together=event)
+
     def event(self, pod: PodRef, type_: str, reason: str, note: str, scheduler: str, action: str) -> None:
         """An ``events.k8s.io/v1`` Event about ``pod``, reported by ``scheduler``."""
-        body = scheduler_event(
+        body = self._event_body(pod, type_, reason, note, scheduler, action)
+        try:
+            self.writer.create_namespaced_event(pod.namespace, body)
+        except (client.ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
+            log.warning("event %s on pod %s/%s not written: %s", reason, pod.namespace, pod.name, exc)
+
+    def _event_body(
+        self, pod: PodRef, type_: str, reason: str, note: str, scheduler: str, action: str
+    ) -> dict[str, Any]:
+        return scheduler_event(
             {"namespace": pod.namespace, "name": pod.name, "uid": pod.uid},
             name=f"{pod.name}.{time.time_ns():x}",
             at=self.clock(),
@@ -612,7 +677,3 @@ class Binder:
             note=note,
             type_=type_,
         )
-        try:
-            self.writer.create_namespaced_event(pod.namespace, body)
-        except (client.ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
-            log.warning("event %s on pod %s/%s not written: %s", reason, pod.namespace, pod.name, exc)

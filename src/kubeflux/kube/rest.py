@@ -247,8 +247,11 @@ class RawApi:
 
     def create_namespaced_event(self, namespace: str, event: Any) -> bytes:
         """An ``events.k8s.io/v1`` Event."""
-        path = f"/apis/events.k8s.io/v1/namespaces/{quote(namespace, safe='')}/events"
-        return self.write("POST", path, event)
+        return self.write("POST", _events(namespace), event)
+
+    def create_namespaced_events(self, events: list[tuple[str, Any]]) -> Iterator[bytes | Exception]:
+        """Several ``(namespace, event)`` pipelined (:meth:`write_all`): each one's answer or failure."""
+        return self.write_all("POST", [(_events(namespace), event) for namespace, event in events])
 
 
 def _answer(reply: Reply) -> bytes:
@@ -265,6 +268,10 @@ def _checked(reply: Reply) -> bytes | Exception:
         return _answer(reply)
     except client.ApiException as exc:
         return exc
+
+
+def _events(namespace: str) -> str:
+    return f"/apis/events.k8s.io/v1/namespaces/{quote(namespace, safe='')}/events"
 
 
 def _claim(namespace: str, name: str) -> str:

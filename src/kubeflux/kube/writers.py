@@ -3,13 +3,15 @@ done after a burst (the rules are the binder's: :mod:`kubeflux.kube.binder`).
 
 A write is a :class:`Write`; its ``kind`` says in which of its thread's three lanes it waits:
 
-* ``bind`` and ``evict``: sent before anything else, a Binding even while stopping. Bindings queued one after the
-  other at the head of a lane are taken together (at most :data:`PIPELINE`) and handed to ``send_bindings``, to go
-  back to back on one connection;
+* ``bind`` and ``evict``: sent before anything else, a Binding even while stopping;
 * ``advisory`` (a condition, an event decided before the pod's latest Binding: dropped unsent once a later
   Binding is queued) and ``write`` (any other);
 * ``after`` (an event about a Binding done): waits while Bindings are queued anywhere or were within
   ``events_quiet`` seconds, unless ``events_backlog`` wait already.
+
+A write given its own data (``together``: a Binding's, an Event's) is taken with the writes of its kind queued
+right behind it that have theirs (at most :data:`PIPELINE`) and handed with them to ``send_together``, to go back to
+back on one connection; any other is sent alone (its ``run``).
 """
 
 from __future__ import annotations
@@ -26,16 +28,16 @@ __all__ = ["PIPELINE", "Write", "Writers"]
 
 log = logging.getLogger("kubeflux.serve")
 PIPELINE = 32
-"""Bindings queued one after the other on a thread that it sends back to back on one connection, before reading
-their answers (HTTP/1.1 pipelining: :meth:`~kubeflux.kube.rest.RawApi.write_all`). On the real API server, a
-Binding cost the writing process 108-130 µs of CPU sent one at a time and 61-67 µs pipelined by 32, and one
-connection carried 432-522 Bindings a second against 558-629; the API server's CPU a Binding did not change
+"""Writes (Bindings, Events) queued one after the other on a thread that it sends back to back on one connection,
+before reading their answers (HTTP/1.1 pipelining: :meth:`~kubeflux.kube.rest.RawApi.write_all`). On the real API
+server, a Binding cost the writing process 108-130 µs of CPU sent one at a time and 61-67 µs pipelined by 32, and
+one connection carried 432-522 Bindings a second against 558-629; the API server's CPU a Binding did not change
 (issue 28)."""
 
-Binding = TypeVar("Binding")
+Data = TypeVar("Data")
 
 
-class Write(NamedTuple, Generic[Binding]):
+class Write(NamedTuple, Generic[Data]):
     """A write queued on a thread."""
 
     run: Callable[[], None]
@@ -43,40 +45,51 @@ class Write(NamedTuple, Generic[Binding]):
     uid: str
     """The pod's."""
     kind: str
-    binding: Binding | None = None
-    """A Binding's own data: it may go with the Bindings queued after it (``send_bindings``)."""
+    together: Data | None = None
+    """The write's own data: it may go with the writes of its kind queued after it (``send_together``)."""
 
 
-class _Lanes(Generic[Binding]):
+class _Lanes(Generic[Data]):
     """One thread's writes: Bindings and evictions, then conditions, then events about Bindings done."""
 
     def __init__(self) -> None:
-        self.binds: deque[Write[Binding]] = deque()
-        self.writes: deque[Write[Binding]] = deque()
-        self.later: deque[Write[Binding]] = deque()
+        self.binds: deque[Write[Data]] = deque()
+        self.writes: deque[Write[Data]] = deque()
+        self.later: deque[Write[Data]] = deque()
         self.ready = threading.Condition()
         self.closed = False
 
 
-class Writers(Generic[Binding]):
-    """``workers`` threads sending writes (see the module docstring); ``send_bindings`` sends Bindings taken
-    together, calling :meth:`finished` for each (:meth:`run` for one it sends alone)."""
+def _taken(lane: deque[Write[Data]], most: int = PIPELINE) -> list[Write[Data]]:
+    """The write at the head of ``lane`` and, when it has its data, those right behind it that have theirs (at most
+    ``most`` in all)."""
+    taken = [lane.popleft()]
+    if taken[0].together is not None:
+        kind = taken[0].kind
+        while lane and lane[0].together is not None and lane[0].kind == kind and len(taken) < most:
+            taken.append(lane.popleft())
+    return taken
+
+
+class Writers(Generic[Data]):
+    """``workers`` threads sending writes (see the module docstring); ``send_together`` sends writes taken together
+    (all of one kind), calling :meth:`finished` for each (:meth:`run` for one it sends alone)."""
 
     def __init__(
         self,
         workers: int,
-        send_bindings: Callable[[list[Write[Binding]]], None],
+        send_together: Callable[[list[Write[Data]]], None],
         events_quiet: float,
         events_backlog: int,
     ) -> None:
-        self.send_bindings = send_bindings
+        self.send_together = send_together
         self.events_quiet = events_quiet
         self.events_backlog = events_backlog
         self.closing = False
         """Stopping: only Bindings are still sent, events about Bindings done no longer wait."""
         self.abandoned = False
         """Stopped past the grace: nothing more is sent."""
-        self._lanes: list[_Lanes[Binding]] = [_Lanes() for _ in range(workers)]
+        self._lanes: list[_Lanes[Data]] = [_Lanes() for _ in range(workers)]
         self._bind_seq: dict[str, int] = {}
         """Pod uid → the sequence number of its latest Binding queued: older advisory writes for it are stale."""
         self._seq = 0
@@ -100,9 +113,9 @@ class Writers(Generic[Binding]):
         """Writes queued or being sent."""
         return self._pending
 
-    def submit(self, route: str, uid: str, run: Callable[[], None], kind: str, binding: Binding | None = None) -> None:
+    def submit(self, route: str, uid: str, run: Callable[[], None], kind: str, together: Data | None = None) -> None:
         """Queue ``run`` (a write about pod ``uid``) on ``route``'s thread (a pod's key, or what writes of several
-        pods share)."""
+        pods share); ``together``: its data, for it to go with others (see the module docstring)."""
         with self._idle:
             self._pending += 1
             self._seq += 1
@@ -116,55 +129,55 @@ class Writers(Generic[Binding]):
         lanes = self._lanes[zlib.crc32(route.encode()) % len(self._lanes)]
         lane = lanes.binds if kind in ("bind", "evict") else lanes.later if kind == "after" else lanes.writes
         with lanes.ready:
-            lane.append(Write(run, seq, uid, kind, binding))
+            lane.append(Write(run, seq, uid, kind, together))
             lanes.ready.notify()
 
     def forget(self, uid: str) -> None:
         with self._idle:
             self._bind_seq.pop(uid, None)
 
-    def _events_wait(self) -> float:
-        """Seconds an event about a Binding done should still wait (0: send it)."""
-        if self.closing or self._later >= self.events_backlog:
-            return 0.0
+    def _events_due(self) -> tuple[float, int]:
+        """Seconds an event about a Binding done should still wait (0: send it), and how many may go now."""
+        if self.closing:
+            return 0.0, PIPELINE
+        beyond = self._later - self.events_backlog + 1
+        if beyond > 0:  # the oldest beyond the backlog go between the Bindings
+            return 0.0, beyond
         if self._binding:
-            return self.events_quiet
-        return max(0.0, self._last_bind + self.events_quiet - time.monotonic())
+            return self.events_quiet, 0
+        wait = self._last_bind + self.events_quiet - time.monotonic()
+        return (wait, 0) if wait > 0.0 else (0.0, PIPELINE)
 
-    def _next(self, lanes: _Lanes[Binding]) -> list[Write[Binding]]:
-        """The next writes of a thread: one, or the Bindings queued one after the other at the head of its lane (at
-        most :data:`PIPELINE`); none: stopping and nothing is left."""
+    def _next(self, lanes: _Lanes[Data]) -> list[Write[Data]]:
+        """The next writes of a thread: one, or several to go together (see the module docstring); none: stopping
+        and nothing is left."""
         with lanes.ready:
             while True:
                 if lanes.binds:
-                    taken = [lanes.binds.popleft()]
-                    if taken[0].binding is not None:
-                        while lanes.binds and lanes.binds[0].binding is not None and len(taken) < PIPELINE:
-                            taken.append(lanes.binds.popleft())
-                    return taken
+                    return _taken(lanes.binds)
                 if lanes.writes:
                     return [lanes.writes.popleft()]
                 if lanes.later:
-                    wait = self._events_wait()
-                    if wait <= 0.0:
-                        return [lanes.later.popleft()]
+                    wait, due = self._events_due()
+                    if due:
+                        return _taken(lanes.later, due)
                     lanes.ready.wait(wait)
                 elif lanes.closed:
                     return []
                 else:
                     lanes.ready.wait()
 
-    def _work(self, lanes: _Lanes[Binding]) -> None:
+    def _work(self, lanes: _Lanes[Data]) -> None:
         while True:
             taken = self._next(lanes)
             if not taken:
                 return
-            if taken[0].binding is None:
+            if taken[0].together is None:
                 self.run(taken[0])
             else:
-                self.send_bindings(taken)
+                self.send_together(taken)
 
-    def run(self, write: Write[Binding]) -> None:
+    def run(self, write: Write[Data]) -> None:
         """Send one write (unless it is stale or no longer sent), then count it done."""
         try:
             stale = write.kind == "advisory" and self._bind_seq.get(write.uid, -1) > write.seq
@@ -175,7 +188,7 @@ class Writers(Generic[Binding]):
         finally:
             self.finished(write)
 
-    def finished(self, write: Write[Binding]) -> None:
+    def finished(self, write: Write[Data]) -> None:
         """Count ``write`` done (sent or not)."""
         with self._idle:
             self._pending -= 1
