@@ -30,6 +30,8 @@ class ScriptedServer:
         self.heads: list[str] = []
         self.bodies: list[bytes] = []
         self.ahead = 0
+        self.buffered: list[int] = []
+        """Requests already arrived when each connection's first answer was sent."""
         """Requests that must have arrived after a new connection's first one before it is answered: a client that
         waits for each answer before sending the next request (not pipelining) gets no answer and times out."""
         self.listener = socket.create_server(("127.0.0.1", 0))
@@ -50,6 +52,7 @@ class ScriptedServer:
                     if not chunk:
                         break
                     received += chunk
+                self.buffered.append(received.count(b"\r\n\r\n"))
                 while self._one(conn, received):
                     pass
             self.closed.set()
@@ -384,3 +387,90 @@ def test_a_binder_pipelines_a_threads_queued_bindings_and_their_events_and_tells
     events = [head.split("\r\n")[0] for head in server.heads[5:]]
     assert events == ["POST /apis/events.k8s.io/v1/namespaces/default/events HTTP/1.1"] * 3  # after the burst
     assert server.connections == 2 and [orjson.loads(body)["reason"] for body in server.bodies[5:]] == ["Scheduled"] * 3
+
+
+CLOSE = b"HTTP/1.1 201 Created\r\nConnection: close, TE\r\nContent-Length: 2\r\n\r\n{}"
+"""An answer after which the server reads no further request (the scripted server closes the connection)."""
+
+
+def _bound_names(server: ScriptedServer) -> list[str]:
+    return [head.split("\r\n")[0].split("/")[6] for head in server.heads if "/binding " in head]
+
+
+def test_close_among_the_connection_options_sends_the_rest_again_once(served: Served) -> None:
+    raw, answers, server = served
+    answers += [OK, CLOSE, OK, OK]
+    assert _pipelined(raw, 4) == [b"{}"] * 4
+    assert _bound_names(server) == ["p0", "p1", "p2", "p3"] and server.connections == 2
+
+
+@pytest.mark.parametrize(
+    "ending",
+    [
+        b"HTTP/1.0 201 Created\r\nContent-Length: 2\r\n\r\n{}",  # HTTP/1.0 and not keep-alive
+        CLOSE + OK,  # answers after saying it closes: it did read further
+    ],
+    ids=["http/1.0", "answers-after-close"],
+)
+def test_requests_the_server_may_have_read_are_never_sent_again(served: Served, ending: bytes) -> None:
+    raw, answers, server = served
+    server.ahead = 2  # all three sent before the first answer
+    answers += [OK, ending + b"<drop>", OK, OK]
+    first, second, third = _pipelined(raw, 3)
+    assert first == second == b"{}"
+    assert isinstance(third, urllib3.exceptions.ProtocolError) and "outcome unknown" in str(third)
+    assert _bound_names(server) == ["p0", "p1"]  # the third was read by nobody and is not sent again
+
+
+def test_an_http10_keep_alive_answer_keeps_the_pipeline_going(served: Served) -> None:
+    raw, answers, server = served
+    answers += [b"HTTP/1.0 201 Created\r\nConnection: keep-alive\r\nContent-Length: 2\r\n\r\n{}", OK]
+    assert _pipelined(raw, 2) == [b"{}"] * 2
+    assert server.connections == 1
+
+
+def test_more_requests_than_a_pipeline_holds_go_in_rounds(served: Served) -> None:
+    raw, answers, server = served
+    server.ahead = keepalive.PIPELINE - 1
+    answers += [OK] * 40
+    assert _pipelined(raw, 40) == [b"{}"] * 40
+    assert server.buffered == [keepalive.PIPELINE]  # the next round only once the first was answered
+    assert _bound_names(server) == [f"p{i}" for i in range(40)]
+
+
+def test_a_status_that_is_not_three_ascii_digits_refuses_the_rest_of_the_pipeline(served: Served) -> None:
+    _, answers, server = served
+    answers += [OK, "HTTP/1.1 2\u00b2 Created\r\nContent-Length: 2\r\n\r\n{}".encode("latin-1")]
+    outcomes: dict[str, str] = {}
+    api = client.ApiClient(client.Configuration(host=f"http://127.0.0.1:{server.port}"))
+    binder = Binder(api, workers=1, on_bound=lambda s, d, pod: outcomes.setdefault(pod.name, "bound"))
+    binder.on_refused = lambda outcome: outcomes.setdefault(outcome.decision.pod, outcome.reason)
+    gate = threading.Event()
+    binder._submit(PodRef("default", "gate", "g"), gate.wait, "bind")
+    for i in range(3):
+        binder.bind("kubeflux", Bind(f"default/p{i}", f"u{i}", "n1"), PodRef("default", f"p{i}", f"u{i}"))
+    gate.set()
+    assert binder.drain(10)
+    binder.stop()
+    assert outcomes["p0"] == "bound"
+    assert [outcomes[f"default/p{i}"].split(":")[0] for i in (1, 2)] == ["bind not sent"] * 2
+
+
+def test_a_failure_to_make_the_requests_refuses_every_bind_of_the_pipeline(served: Served) -> None:
+    _, _, server = served
+    refused: list[str] = []
+    api = client.ApiClient(client.Configuration(host=f"http://127.0.0.1:{server.port}"))
+    binder = Binder(api, workers=1, on_refused=lambda outcome: refused.append(outcome.decision.pod))
+
+    def no_token(*args: object) -> dict[str, str]:
+        raise RuntimeError("the token refresh hook failed")
+
+    binder.writer._headers = no_token  # type: ignore[method-assign,assignment]
+    gate = threading.Event()
+    binder._submit(PodRef("default", "gate", "g"), gate.wait, "bind")
+    for i in range(3):
+        binder.bind("kubeflux", Bind(f"default/p{i}", f"u{i}", "n1"), PodRef("default", f"p{i}", f"u{i}"))
+    gate.set()
+    assert binder.drain(10)
+    binder.stop()
+    assert refused == [f"default/p{i}" for i in range(3)] and not server.heads

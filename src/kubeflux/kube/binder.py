@@ -6,7 +6,7 @@ pod goes to the same thread (by a hash of its key), one at a time. Each thread s
 (a pod waiting for its node matters more than a note about another pod), and a condition or event decided before a
 pod's latest Binding is dropped unsent: it is stale, and a ``PodScheduled=False`` can never land after the pod's
 Binding. The Bindings queued one after the other on a thread go back to back on one connection (HTTP/1.1
-pipelining, :data:`~kubeflux.kube.writers.PIPELINE` at a time), their answers handled in order as each is read: a
+pipelining, :data:`~kubeflux.kube.keepalive.PIPELINE` at a time), their answers handled in order as each is read: a
 pipelined Binding whose answer never came (the connection broke) is refused as any Binding whose outcome is
 unknown, never sent again.
 
@@ -294,7 +294,7 @@ class Binder:
             self._writers.closing = True
             self._told_lock.notify_all()
         self._flusher.join()
-        self._writers.close(grace)
+        self._writers.close(grace, abandoning=self.writer.close)  # a pipeline under way sends nothing again
         self.writer.close()
 
     def _count(self, what: str) -> None:
@@ -543,26 +543,40 @@ class Binder:
         answered: Callable[[_BindWrite | _EventWrite, bytes | Exception], None],
     ) -> None:
         """``writes`` sent back to back on one connection (``send``), each one's answer or failure handled
-        (``answered``) as it is read, and each counted done."""
+        (``answered``) as it is read, and each counted done; when sending fails unexpectedly (a token refresh hook
+        failing), the writes not answered are told so."""
         left = iter(writes)
+        failed: Exception | None = None
         try:
             if self._writers.abandoned or not writes:
                 return
             together = [write.together for write in writes if write.together is not None]
             for write, answer in zip(writes, send(together), strict=True):
                 next(left)
-                try:
-                    assert write.together is not None
-                    answered(write.together, answer)
-                except Exception:  # one bad write never stops the writer
-                    log.exception("writing a decision failed")
-                finally:
-                    self._writers.finished(write)
-        except Exception:
+                self._answered(write, answered, answer)
+        except Exception as exc:
             log.exception("writing decisions failed")
+            failed = exc
         finally:
-            for write in left:  # not answered (abandoned, or the writer failed): counted done
-                self._writers.finished(write)
+            for write in left:  # not answered: told why (but when abandoned: nothing more is said), counted done
+                if failed is None:
+                    self._writers.finished(write)
+                else:
+                    self._answered(write, answered, urllib3.exceptions.ProtocolError(f"not sent: {failed!r}"))
+
+    def _answered(
+        self,
+        write: Write[_BindWrite | _EventWrite],
+        answered: Callable[[_BindWrite | _EventWrite, bytes | Exception], None],
+        answer: bytes | Exception,
+    ) -> None:
+        try:
+            assert write.together is not None
+            answered(write.together, answer)
+        except Exception:  # one bad write never stops the writer
+            log.exception("writing a decision failed")
+        finally:
+            self._writers.finished(write)
 
     def _annotation_stale(self, pod: PodRef) -> bool:
         """Whether the pod may carry an expected start, to remove before its Binding."""
@@ -587,7 +601,7 @@ class Binder:
                 stamp = format_timestamp(int(self.clock()))
                 reserve_claims(self.writer, decision.resource_claims, pod.name, decision.uid, written, stamp)
             self.writer.create_namespaced_pod_binding(pod.name, pod.namespace, body)
-        except (client.ApiException, urllib3.exceptions.HTTPError, OSError) as exc:
+        except Exception as exc:  # a refusal, a failure to send, or one not expected (a token refresh hook failing)
             self._bound(scheduler, decision, pod, written, exc)
             return
         self._bound(scheduler, decision, pod, written, None)
@@ -602,9 +616,7 @@ class Binder:
             self._count("refused")
             self.on_refused(BindOutcome(scheduler, decision, _reason(failure)))
             return
-        if failure is not None:  # unknown outcome: the watch will say if it bound
-            if not isinstance(failure, urllib3.exceptions.HTTPError | OSError):
-                raise failure
+        if failure is not None:  # unknown outcome (a failure to send, or one not expected): the watch will say
             self._claims_now([claim for _, claim in written])
             self._count("refused")
             self.on_refused(BindOutcome(scheduler, decision, f"bind not sent: {failure}"))

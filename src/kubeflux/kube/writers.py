@@ -24,15 +24,11 @@ from collections import deque
 from collections.abc import Callable
 from typing import Generic, NamedTuple, TypeVar
 
-__all__ = ["PIPELINE", "Write", "Writers"]
+from kubeflux.kube.keepalive import PIPELINE
+
+__all__ = ["Write", "Writers"]
 
 log = logging.getLogger("kubeflux.serve")
-PIPELINE = 32
-"""Writes (Bindings, Events) queued one after the other on a thread that it sends back to back on one connection,
-before reading their answers (HTTP/1.1 pipelining: :meth:`~kubeflux.kube.rest.RawApi.write_all`). On the real API
-server, a Binding cost the writing process 108-130 µs of CPU sent one at a time and 61-67 µs pipelined by 32, and
-one connection carried 432-522 Bindings a second against 558-629; the API server's CPU a Binding did not change
-(issue 28)."""
 
 Data = TypeVar("Data")
 
@@ -142,7 +138,7 @@ class Writers(Generic[Data]):
             return 0.0, PIPELINE
         beyond = self._later - self.events_backlog + 1
         if beyond > 0:  # the oldest beyond the backlog go between the Bindings
-            return 0.0, beyond
+            return 0.0, min(beyond, PIPELINE)
         if self._binding:
             return self.events_quiet, 0
         wait = self._last_bind + self.events_quiet - time.monotonic()
@@ -204,9 +200,10 @@ class Writers(Generic[Data]):
         with self._idle:
             return self._idle.wait_for(lambda: self._pending == 0, timeout)
 
-    def close(self, grace: float) -> None:
+    def close(self, grace: float, abandoning: Callable[[], None] = lambda: None) -> None:
         """End the threads once their Bindings are sent (the rest is dropped, :attr:`closing` being set), waiting
-        at most ``grace`` seconds before dropping them too."""
+        at most ``grace`` seconds before dropping them too (``abandoning`` is called then: the writes under way
+        stop where they can)."""
         self.closing = True
         for lanes in self._lanes:
             with lanes.ready:
@@ -218,5 +215,6 @@ class Writers(Generic[Data]):
         if any(thread.is_alive() for thread in self._threads):
             log.warning("binder: %d writes not sent within %gs of stopping; dropped", self._pending, grace)
             self.abandoned = True
+            abandoning()
             for thread in self._threads:
                 thread.join()
