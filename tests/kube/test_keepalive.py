@@ -14,8 +14,10 @@ from kubernetes import client
 
 from kubeflux.kube import keepalive
 from kubeflux.kube.binder import Binder, BindOutcome, PodRef
+from kubeflux.kube.config import ConfigError, parse_config
 from kubeflux.kube.rest import RawApi
 from kubeflux.scheduler.messages import Bind
+from tests.kube.conftest import eventually
 
 
 class ScriptedServer:
@@ -32,6 +34,8 @@ class ScriptedServer:
         self.ahead = 0
         self.buffered: list[int] = []
         """Requests already arrived when each connection's first answer was sent."""
+        self.behind: list[int] = []
+        """Whole requests already arrived behind each request as it was answered."""
         """Requests that must have arrived after a new connection's first one before it is answered: a client that
         waits for each answer before sending the next request (not pipelining) gets no answer and times out."""
         self.listener = socket.create_server(("127.0.0.1", 0))
@@ -73,6 +77,7 @@ class ScriptedServer:
         data[:] = rest[length:]
         self.heads.append(head.decode())
         self.bodies.append(rest[:length])
+        self.behind.append(data.count(b"\r\n\r\n"))
         answer = self.answers.pop(0) if self.answers else b"HTTP/1.1 500 Unscripted\r\nContent-Length: 0\r\n\r\n"
         if callable(answer):  # something done as the request is being answered
             answer = answer()
@@ -474,3 +479,31 @@ def test_a_failure_to_make_the_requests_refuses_every_bind_of_the_pipeline(serve
     assert binder.drain(10)
     binder.stop()
     assert refused == [f"default/p{i}" for i in range(3)] and not server.heads
+
+
+@pytest.mark.parametrize("pipeline", [1, 3])
+def test_binding_pipeline_says_how_many_bindings_go_before_their_answers_are_read(
+    served: Served, pipeline: int
+) -> None:
+    _, answers, server = served
+    answers += [OK] * 3
+    config = parse_config({"binding": {"pipeline": pipeline}})
+    api = client.ApiClient(client.Configuration(host=f"http://127.0.0.1:{server.port}"))
+    binder = Binder(api, workers=1, pipeline=config.binding.pipeline, events_quiet=3600.0)
+    gate = threading.Event()
+    binder._submit(PodRef("default", "gate", "g"), gate.wait, "bind")
+    for i in range(3):
+        binder.bind("kubeflux", Bind(f"default/p{i}", f"u{i}", "n1"), PodRef("default", f"p{i}", f"u{i}"))
+    if pipeline > 1:
+        server.ahead = 2  # answered only once all three arrived
+    gate.set()
+    eventually(lambda: binder.binds == 3)  # (their Scheduled events wait for a quiet hour)
+    binder.stop(grace=0.0)
+    assert _bound_names(server) == ["p0", "p1", "p2"]
+    assert server.behind[:3] == ([0, 0, 0] if pipeline == 1 else [2, 1, 0])  # one at a time, or all sent at once
+
+
+def test_binding_pipeline_is_between_1_and_what_a_pipeline_holds() -> None:
+    for wrong in (0, keepalive.PIPELINE + 1):
+        with pytest.raises(ConfigError, match="pipeline"):
+            parse_config({"binding": {"pipeline": wrong}})

@@ -89,6 +89,7 @@ from kubeflux.apiobjects.decisions import (
 from kubeflux.apiobjects.eventbudget import EventBudget
 from kubeflux.apiobjects.manifests import DEFAULT_SCHEDULER, format_timestamp
 from kubeflux.kube.claimwrites import Written, free_claim, reserve_claims, unreserve_claims
+from kubeflux.kube.keepalive import PIPELINE
 from kubeflux.kube.rest import RawApi
 from kubeflux.kube.writers import Write, Writers
 from kubeflux.scheduler.devices import ClaimAllocation
@@ -214,6 +215,7 @@ class Binder:
         event_refill_seconds: float = 300.0,
         events_quiet: float = EVENTS_QUIET,
         events_backlog: int = EVENTS_BACKLOG,
+        pipeline: int = PIPELINE,
     ) -> None:
         self.writer = RawApi(api, _TIMEOUT)
         self.clock = clock
@@ -245,7 +247,7 @@ class Binder:
         """(when, order, what): the writes waiting for their time, done by the flusher (:meth:`_at`)."""
         self._due_order = itertools.count()
         self._writers: Writers[_BindWrite | _EventWrite] = Writers(
-            workers, self._send_together, events_quiet, events_backlog
+            workers, self._send_together, events_quiet, events_backlog, pipeline
         )
         self._flusher = threading.Thread(target=self._flush, daemon=True, name="binder-flusher")
         self._flusher.start()

@@ -19,6 +19,7 @@ from typing import Annotated, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from kubeflux.kube.keepalive import PIPELINE
 from kubeflux.match.policy import PolicyError, parse_policy
 from kubeflux.scheduler.core import Backfill, KubefluxScheduler
 from kubeflux.scheduler.objects import GPU
@@ -178,6 +179,10 @@ class BindingConfig(_Strict):
     """Threads that send Bindings, events and status patches, so a slow API server does not stall matching. Each
     waits for its answer: with 4, a loaded real API server (a Binding answered in ~13 ms) got ~3.8 Bindings at a
     time, ~300/s; with 8, ~7.4 at a time, ~430/s (``benchmarks/serve.py --real``, issue 28)."""
+    pipeline: Annotated[int, Field(ge=1, le=PIPELINE)] = PIPELINE
+    """Bindings (and, after a burst, events) a thread sends back to back on one connection before reading their
+    answers (HTTP/1.1 pipelining: :data:`~kubeflux.kube.keepalive.PIPELINE`); 1: each waits for its answer, for a
+    proxy in front of the API server that mishandles pipelined requests."""
     process: bool = True
     """Whether those threads run in a process of their own (:mod:`kubeflux.kube.binderprocess`), so that the
     writes and the scheduling passes never wait for each other's GIL."""

@@ -210,6 +210,7 @@ class Serve:
         binding = config.binding
         options: dict[str, Any] = {
             "workers": binding.workers,
+            "pipeline": binding.pipeline,
             "clock": self.clock,
             "interval": binding.unschedulable_interval_seconds,
             "delay": binding.unschedulable_delay_seconds,

@@ -10,7 +10,7 @@ A write is a :class:`Write`; its ``kind`` says in which of its thread's three la
   ``events_quiet`` seconds, unless ``events_backlog`` wait already.
 
 A write given its own data (``together``: a Binding's, an Event's) is taken with the writes of its kind queued
-right behind it that have theirs (at most :data:`PIPELINE`) and handed with them to ``send_together``, to go back to
+right behind it that have theirs (at most ``pipeline``) and handed with them to ``send_together``, to go back to
 back on one connection; any other is sent alone (its ``run``).
 """
 
@@ -56,7 +56,7 @@ class _Lanes(Generic[Data]):
         self.closed = False
 
 
-def _taken(lane: deque[Write[Data]], most: int = PIPELINE) -> list[Write[Data]]:
+def _taken(lane: deque[Write[Data]], most: int) -> list[Write[Data]]:
     """The write at the head of ``lane`` and, when it has its data, those right behind it that have theirs (at most
     ``most`` in all)."""
     taken = [lane.popleft()]
@@ -77,8 +77,11 @@ class Writers(Generic[Data]):
         send_together: Callable[[list[Write[Data]]], None],
         events_quiet: float,
         events_backlog: int,
+        pipeline: int = PIPELINE,
     ) -> None:
         self.send_together = send_together
+        self.pipeline = pipeline
+        """Writes taken together at most."""
         self.events_quiet = events_quiet
         self.events_backlog = events_backlog
         self.closing = False
@@ -135,14 +138,14 @@ class Writers(Generic[Data]):
     def _events_due(self) -> tuple[float, int]:
         """Seconds an event about a Binding done should still wait (0: send it), and how many may go now."""
         if self.closing:
-            return 0.0, PIPELINE
+            return 0.0, self.pipeline
         beyond = self._later - self.events_backlog + 1
         if beyond > 0:  # the oldest beyond the backlog go between the Bindings
-            return 0.0, min(beyond, PIPELINE)
+            return 0.0, min(beyond, self.pipeline)
         if self._binding:
             return self.events_quiet, 0
         wait = self._last_bind + self.events_quiet - time.monotonic()
-        return (wait, 0) if wait > 0.0 else (0.0, PIPELINE)
+        return (wait, 0) if wait > 0.0 else (0.0, self.pipeline)
 
     def _next(self, lanes: _Lanes[Data]) -> list[Write[Data]]:
         """The next writes of a thread: one, or several to go together (see the module docstring); none: stopping
@@ -150,7 +153,7 @@ class Writers(Generic[Data]):
         with lanes.ready:
             while True:
                 if lanes.binds:
-                    return _taken(lanes.binds)
+                    return _taken(lanes.binds, self.pipeline)
                 if lanes.writes:
                     return [lanes.writes.popleft()]
                 if lanes.later:
