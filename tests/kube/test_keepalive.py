@@ -3,6 +3,7 @@ whole bodies, chunks with trailers, interim 100s, ``Connection: close``, errors,
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 from collections.abc import Callable, Iterator
@@ -50,7 +51,8 @@ class ScriptedServer:
                 return
             self.connections += 1
             received = bytearray()  # what the client sent ahead (pipelined requests)
-            with conn:
+            # a client that closed its end (after an answer it could not read) ends this connection, not the server
+            with conn, contextlib.suppress(OSError):
                 while self.ahead and received.count(b"\r\n\r\n") < self.ahead + 1:
                     chunk = conn.recv(65536)
                     if not chunk:
@@ -309,6 +311,16 @@ def _pipelined(raw: RawApi, count: int) -> list[bytes | Exception]:
     return list(raw.create_namespaced_pod_bindings([(f"p{i}", "default", {"n": i}) for i in range(count)]))
 
 
+def _queued_binds(binder: Binder, count: int) -> threading.Event:
+    """``count`` Binds (pods p0, p1 …) queued behind a write holding the binder's one thread; setting the gate
+    returned lets them go, one after the other in its lane."""
+    gate = threading.Event()
+    binder._submit(PodRef("default", "gate", "g"), gate.wait, "bind")
+    for i in range(count):
+        binder.bind("kubeflux", Bind(f"default/p{i}", f"u{i}", "n1"), PodRef("default", f"p{i}", f"u{i}"))
+    return gate
+
+
 def test_bindings_go_back_to_back_on_one_connection_and_each_answer_comes_in_order(served: Served) -> None:
     raw, answers, server = served
     server.ahead = 3  # the first is answered only once all four arrived: sent before any answer was read
@@ -375,10 +387,7 @@ def test_a_binder_pipelines_a_threads_queued_bindings_and_their_events_and_tells
     api = client.ApiClient(client.Configuration(host=f"http://127.0.0.1:{server.port}"))
     binder = Binder(api, workers=1, on_bound=lambda s, d, pod: bound.append(pod.name))
     binder.on_refused = lambda outcome: refused.append(f"{outcome.decision.pod}: {outcome.reason}")
-    gate = threading.Event()
-    binder._submit(PodRef("default", "gate", "g"), gate.wait, "bind")  # holds the thread while six queue
-    for i in range(6):
-        binder.bind("kubeflux", Bind(f"default/p{i}", f"u{i}", "n1"), PodRef("default", f"p{i}", f"u{i}"))
+    gate = _queued_binds(binder, 6)
     server.ahead = 2  # on each connection: the Bindings' and, after them, the three Scheduled events'
     gate.set()
     assert binder.drain(10)
@@ -450,10 +459,7 @@ def test_a_status_that_is_not_three_ascii_digits_refuses_the_rest_of_the_pipelin
     api = client.ApiClient(client.Configuration(host=f"http://127.0.0.1:{server.port}"))
     binder = Binder(api, workers=1, on_bound=lambda s, d, pod: outcomes.setdefault(pod.name, "bound"))
     binder.on_refused = lambda outcome: outcomes.setdefault(outcome.decision.pod, outcome.reason)
-    gate = threading.Event()
-    binder._submit(PodRef("default", "gate", "g"), gate.wait, "bind")
-    for i in range(3):
-        binder.bind("kubeflux", Bind(f"default/p{i}", f"u{i}", "n1"), PodRef("default", f"p{i}", f"u{i}"))
+    gate = _queued_binds(binder, 3)
     gate.set()
     assert binder.drain(10)
     binder.stop()
@@ -471,10 +477,7 @@ def test_a_failure_to_make_the_requests_refuses_every_bind_of_the_pipeline(serve
         raise RuntimeError("the token refresh hook failed")
 
     binder.writer._headers = no_token  # type: ignore[method-assign,assignment]
-    gate = threading.Event()
-    binder._submit(PodRef("default", "gate", "g"), gate.wait, "bind")
-    for i in range(3):
-        binder.bind("kubeflux", Bind(f"default/p{i}", f"u{i}", "n1"), PodRef("default", f"p{i}", f"u{i}"))
+    gate = _queued_binds(binder, 3)
     gate.set()
     assert binder.drain(10)
     binder.stop()
@@ -490,10 +493,7 @@ def test_binding_pipeline_says_how_many_bindings_go_before_their_answers_are_rea
     config = parse_config({"binding": {"pipeline": pipeline}})
     api = client.ApiClient(client.Configuration(host=f"http://127.0.0.1:{server.port}"))
     binder = Binder(api, workers=1, pipeline=config.binding.pipeline, events_quiet=3600.0)
-    gate = threading.Event()
-    binder._submit(PodRef("default", "gate", "g"), gate.wait, "bind")
-    for i in range(3):
-        binder.bind("kubeflux", Bind(f"default/p{i}", f"u{i}", "n1"), PodRef("default", f"p{i}", f"u{i}"))
+    gate = _queued_binds(binder, 3)
     if pipeline > 1:
         server.ahead = 2  # answered only once all three arrived
     gate.set()

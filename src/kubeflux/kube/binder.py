@@ -490,12 +490,8 @@ class Binder:
     def _send_together(self, writes: list[Write[_BindWrite | _EventWrite]]) -> None:
         """Writes of one kind queued one after the other on a thread, in their order: Bindings (those with nothing
         to write before them back to back, any other on its own: :meth:`_bind`), or events about Bindings done (back
-        to back, unless stopping)."""
+        to back)."""
         if writes[0].kind != "bind":
-            if self._writers.closing:  # dropped, as a write sent alone would be
-                for write in writes:
-                    self._writers.finished(write)
-                return
             self._pipelined(writes, self._send_events, self._event_answered)
             return
         plain: list[Write[_BindWrite | _EventWrite]] = []

@@ -16,16 +16,17 @@ waited idle less than 30 s (the servers close one idle for 75-90 s). A request i
 when a reused connection turns out closed by the server as it was sent (nor does urllib3 for a POST): the
 write's outcome is then unknown and serve's callers read it from the watch; only making a connection, when
 nothing was sent, is tried three times (as urllib3's default retries did). A server that chose a protocol other
-than HTTP/1.1 through ALPN gets its requests from urllib3 (:meth:`Connections.send` returns None).
-Requests may also go back to back on one connection before their answers are read (HTTP/1.1 pipelining,
-:meth:`Connections.send_all`): the answers come in order, each yielded as it is read. A request whose answer was
-never read has an unknown outcome (its failure is yielded), but for the requests after an answer saying
-``Connection: close`` (and nothing after it): the server read none of them (RFC 9112, 9.6), so they go again on a
-new connection. After an answer that ends the connection otherwise (an HTTP/1.0 answer, a body ended by closing),
-whether the server read the next requests is unknown: they are not sent again.
-Failures raise :class:`OSError` (socket and TLS errors, timeouts), urllib3's connect errors
-(:class:`~urllib3.exceptions.NewConnectionError`) or its :class:`~urllib3.exceptions.ProtocolError` (an answer that
-is not HTTP, a malformed size included), which serve's callers handle as they handled urllib3's.
+than HTTP/1.1 through ALPN gets its requests from urllib3 (:meth:`Connections.send_all` returns None).
+
+Requests go back to back on one connection before their answers are read (HTTP/1.1 pipelining, at most
+:data:`PIPELINE` at a time; one request is a pipeline of one): the answers come in order, each yielded as it is
+read. A request whose answer was never read has an unknown outcome: its failure is yielded — :class:`OSError`
+(socket and TLS errors, timeouts) or urllib3's :class:`~urllib3.exceptions.ProtocolError` (an answer that is not
+HTTP, a malformed size included), which serve's callers handle as they handled urllib3's. The requests after an
+answer saying ``Connection: close`` with nothing after it were read by no server (RFC 9112, 9.6): they go again on
+a new connection. After an answer that ends the connection otherwise (an HTTP/1.0 answer without ``keep-alive``, a
+body ended by closing), whether the server read the next requests is unknown: they are not sent again. Making a
+connection raises urllib3's connect errors (:class:`~urllib3.exceptions.NewConnectionError`): nothing was sent.
 """
 
 from __future__ import annotations
@@ -265,25 +266,6 @@ class Connections:
                 self._idle.append((connection, monotonic()))
                 return
         connection.close()
-
-    def send(self, method: str, path: str, headers: dict[str, str], body: bytes | None) -> Reply | None:
-        """The response to ``method path`` with ``headers`` and ``body`` (None: no body); None when the server
-        chose a protocol other than HTTP/1.1 (ALPN) and nothing was sent: the caller goes through urllib3."""
-        request = self._frame(Request(method, path, headers, body))
-        connection = self._take()
-        if connection is None:
-            return None
-        try:
-            sock = connection.sock
-            assert sock is not None
-            sock.sendall(request)
-            reader = _Reader(sock.recv)
-            reply, after = _read(reader, method)
-        except BaseException:
-            connection.close()
-            raise
-        self._done(connection, after == OPEN and not reader.buffer)
-        return reply
 
     def send_all(self, requests: list[Request]) -> Iterator[Reply | Exception] | None:
         """Each request's response, or the failure that left it without one (its outcome unknown), in order and

@@ -91,17 +91,11 @@ class RawApi:
 
     def write(self, method: str, path: str, body: Any, content_type: str = JSON) -> bytes:
         """The response's body to ``method path`` with ``body`` (a JSON-able object, or bytes sent as they are).
-        Raises :class:`~kubernetes.client.ApiException` for a status other than 2xx."""
-        writes = self._writes
-        if writes is None:
-            return bytes(self.request(method, path, body, content_type).data)
-        data = body if isinstance(body, bytes) else orjson.dumps(body)
-        reply = writes.send(method, path, self._headers(method, path, content_type), data)
-        if reply is None:  # the server chose another protocol than HTTP/1.1 (ALPN): urllib3 from now on
-            self._writes = None
-            writes.close()
-            return bytes(self.request(method, path, data, content_type).data)
-        return _answer(reply)
+        Raises :class:`~kubernetes.client.ApiException` for a status other than 2xx, and the failure to send."""
+        (answer,) = self.write_all(method, [(path, body)], content_type)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
 
     def write_all(
         self, method: str, writes: list[tuple[str, Any]], content_type: str = JSON
@@ -254,20 +248,12 @@ class RawApi:
         return self.write_all("POST", [(_events(namespace), event) for namespace, event in events])
 
 
-def _answer(reply: Reply) -> bytes:
+def _checked(reply: Reply) -> bytes | Exception:
     """The body of a 2xx answer; :class:`~kubernetes.client.ApiException` for any other."""
     if not 200 <= reply.status <= 299:
         text = reply.data.decode("utf-8", "replace")
-        raise client.ApiException(status=reply.status, reason=reply.reason, body=text)
+        return client.ApiException(status=reply.status, reason=reply.reason, body=text)
     return reply.data
-
-
-def _checked(reply: Reply) -> bytes | Exception:
-    """As :func:`_answer`, the refusal returned instead of raised."""
-    try:
-        return _answer(reply)
-    except client.ApiException as exc:
-        return exc
 
 
 def _events(namespace: str) -> str:

@@ -173,14 +173,21 @@ class Writers(Generic[Data]):
                 return
             if taken[0].together is None:
                 self.run(taken[0])
-            else:
+            elif self._sent(taken[0]):
                 self.send_together(taken)
+            else:
+                for write in taken:
+                    self.finished(write)
+
+    def _sent(self, write: Write[Data]) -> bool:
+        """Whether a write of ``write``'s kind is still sent (while stopping, only Bindings; none past the grace)."""
+        return not self.abandoned and (write.kind == "bind" or not self.closing)
 
     def run(self, write: Write[Data]) -> None:
         """Send one write (unless it is stale or no longer sent), then count it done."""
         try:
             stale = write.kind == "advisory" and self._bind_seq.get(write.uid, -1) > write.seq
-            if not self.abandoned and not stale and (write.kind == "bind" or not self.closing):
+            if not stale and self._sent(write):
                 write.run()
         except Exception:  # one bad write never stops the writer
             log.exception("writing a decision failed")
