@@ -9,8 +9,8 @@ import pytest
 from kubeflux.match.engine import JobState
 from kubeflux.scheduler.allocation import ALLOCATION_ANNOTATION
 from kubeflux.scheduler.core import KubefluxScheduler
-from kubeflux.scheduler.informer import BIND_BACKOFF
 from kubeflux.scheduler.interface import (
+    BIND_BACKOFF,
     EXPECTED_START_ANNOTATION,
     Bind,
     ClusterEvent,

@@ -15,7 +15,6 @@ from kubeflux.scheduler.translate import (
     POLICY_ANNOTATION,
     Placement,
     PlacementWriter,
-    PodRequestError,
     gang_jobspec,
     node_spec,
     placement_from_output,
@@ -24,6 +23,7 @@ from kubeflux.scheduler.translate import (
     pod_jobspec,
     pod_policy,
 )
+from kubeflux.scheduler.validation import PodRequestError
 
 
 def pod(cpu: int, gpus: int = 0, **annotations: str) -> Pod:

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kubeflux.apiobjects.manifests import DEFAULT_SCHEDULER
 from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind, Unschedulable
-from kubeflux.scheduler.objects import POD_GROUP_LABEL, Node, Pod, PodGroup, PodPhase
+from kubeflux.scheduler.objects import DEFAULT_SCHEDULER, POD_GROUP_LABEL, Node, Pod, PodGroup, PodPhase
 from kubeflux.sim.baselines import create
 from kubeflux.sim.baselines.coscheduling import CoschedulingScheduler
 from kubeflux.sim.driver import Simulation, SimulationOptions

@@ -38,6 +38,7 @@ from kubeflux.apiobjects.reader import (
 from kubeflux.apiobjects.resourceclaims import pod_claims
 from kubeflux.apiobjects.rules import MAX_INT32, POD_VOLUME_SOURCES, TOO_MANY_SOURCES, extra_source
 from kubeflux.scheduler.objects import (
+    DEFAULT_SCHEDULER,
     PREEMPT_LOWER_PRIORITY,
     PREEMPT_NEVER,
     Namespace,
@@ -60,7 +61,6 @@ from kubeflux.scheduler.validation import (
 )
 
 __all__ = [
-    "DEFAULT_SCHEDULER",
     "NATIVE_GANG_GROUP",
     "ManifestError",
     "ManifestReader",
@@ -79,7 +79,6 @@ __all__ = [
     "toleration_to_manifest",
 ]
 
-DEFAULT_SCHEDULER: Final = "default-scheduler"
 _TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 _SELECTOR_OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")
 _RESIZE_STATES = ("Proposed", "InProgress", "Deferred", "Infeasible")

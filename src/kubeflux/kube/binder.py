@@ -87,14 +87,15 @@ from kubeflux.apiobjects.decisions import (
     unschedulable_condition,
 )
 from kubeflux.apiobjects.eventbudget import EventBudget
-from kubeflux.apiobjects.manifests import DEFAULT_SCHEDULER, format_timestamp
+from kubeflux.apiobjects.reader import format_timestamp
 from kubeflux.kube.claimwrites import Written, free_claim, reserve_claims, unreserve_claims
 from kubeflux.kube.keepalive import PIPELINE
 from kubeflux.kube.rest import RawApi
 from kubeflux.kube.writers import Write, Writers
 from kubeflux.scheduler.devices import ClaimAllocation
-from kubeflux.scheduler.informer import BIND_BACKOFF, MAX_BIND_BACKOFF
 from kubeflux.scheduler.interface import (
+    BIND_BACKOFF,
+    MAX_BIND_BACKOFF,
     PREEMPTED_REASON,
     Bind,
     Deallocate,
@@ -106,6 +107,7 @@ from kubeflux.scheduler.interface import (
     expected_start_text,
     not_evicted_whole,
 )
+from kubeflux.scheduler.objects import DEFAULT_SCHEDULER
 
 __all__ = ["EVENTS_BACKLOG", "EVENTS_QUIET", "EVICTION_RESULTS", "BindOutcome", "Binder", "PodRef"]
 

@@ -45,7 +45,6 @@ import urllib3
 from kubernetes import client
 
 from kubeflux.apiobjects.manifests import (
-    DEFAULT_SCHEDULER,
     ManifestError,
     parse_timestamp,
 )
@@ -70,7 +69,7 @@ from kubeflux.scheduler.interface import (
     Reject,
     Unschedulable,
 )
-from kubeflux.scheduler.objects import Node
+from kubeflux.scheduler.objects import DEFAULT_SCHEDULER, Node
 from kubeflux.wallclock import WallClock
 
 __all__ = ["Serve", "choose_clock"]

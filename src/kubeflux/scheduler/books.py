@@ -44,13 +44,13 @@ from kubeflux.scheduler.timebooks import TimeBooks
 from kubeflux.scheduler.topology import present_levels
 from kubeflux.scheduler.translate import (
     Placement,
-    PodRequestError,
     gpu_count,
     node_spec,
     pod_policy,
     pod_shape,
     whole_cores,
 )
+from kubeflux.scheduler.validation import PodRequestError
 
 __all__ = ["ClusterBooks"]
 

@@ -69,7 +69,8 @@ from kubeflux.scheduler.placing import Placer
 from kubeflux.scheduler.podterms import REASON_AFFINITY, affinity_held
 from kubeflux.scheduler.queue import PendingJob
 from kubeflux.scheduler.topology import HOSTNAME_LEVEL, UNKNOWN, Request, level_type
-from kubeflux.scheduler.translate import TASK_LABEL, PodRequestError, pod_policy
+from kubeflux.scheduler.translate import TASK_LABEL, pod_policy
+from kubeflux.scheduler.validation import PodRequestError
 
 __all__ = [
     "AFFINITY",

@@ -70,8 +70,8 @@ from kubeflux.scheduler.confining import Confiner
 from kubeflux.scheduler.constraints import fit_error_message
 from kubeflux.scheduler.devices import NOT_AVAILABLE
 from kubeflux.scheduler.filtering import NodeFilter
-from kubeflux.scheduler.informer import BIND_BACKOFF, Informer
-from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, Reject, Unschedulable
+from kubeflux.scheduler.informer import Informer
+from kubeflux.scheduler.interface import BIND_BACKOFF, Bind, ClusterEvent, Decision, Reject, Unschedulable
 from kubeflux.scheduler.objects import Pod
 from kubeflux.scheduler.placing import REASON_RESERVED, Placer, ceil_time
 from kubeflux.scheduler.preempting import Preemptor
@@ -80,7 +80,8 @@ from kubeflux.scheduler.queue import PendingJob, PendingQueue, placement_view
 from kubeflux.scheduler.queueview import QueuedJob, queue_snapshot
 from kubeflux.scheduler.reserving import Reserver
 from kubeflux.scheduler.sharing import SharedSharing, SharingPolicy
-from kubeflux.scheduler.translate import NodeShape, PodRequestError
+from kubeflux.scheduler.translate import NodeShape
+from kubeflux.scheduler.validation import PodRequestError
 
 __all__ = ["REASON_RESERVED", "Allocation", "Backfill", "KubefluxScheduler", "Parts", "wire"]
 

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import Final, Protocol
 
 from kubeflux.scheduler.objects import Pod
-from kubeflux.scheduler.translate import PodRequestError
+from kubeflux.scheduler.validation import PodRequestError
 
 __all__ = [
     "ALL",

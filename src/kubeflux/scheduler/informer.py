@@ -32,19 +32,28 @@ from __future__ import annotations
 
 import dataclasses
 from collections import deque
-from typing import Any, Final, cast
+from typing import Any, cast
 
 from kubeflux.scheduler.allocation import AllocationRecord, recorded_allocation
 from kubeflux.scheduler.books import ClusterBooks
 from kubeflux.scheduler.devices import DeviceClass, ResourceClaim, ResourceSlice
-from kubeflux.scheduler.interface import ClusterEvent, Decision, EventKind, PodWarning, Reject
+from kubeflux.scheduler.interface import (
+    BIND_BACKOFF,
+    MAX_BIND_BACKOFF,
+    ClusterEvent,
+    Decision,
+    EventKind,
+    PodWarning,
+    Reject,
+)
 from kubeflux.scheduler.objects import DisruptionBudget, Namespace, Node, Pod, PodGroup, PodPhase
 from kubeflux.scheduler.profile import Profile
 from kubeflux.scheduler.queue import PendingJob, PendingQueue, placement_view
 from kubeflux.scheduler.storage import STORAGE_KINDS
-from kubeflux.scheduler.translate import PodRequestError, pod_duration, pod_policy
+from kubeflux.scheduler.translate import pod_duration, pod_policy
 from kubeflux.scheduler.validation import (
     InvalidObject,
+    PodRequestError,
     check_group,
     check_node,
     check_pod,
@@ -52,13 +61,7 @@ from kubeflux.scheduler.validation import (
     pod_run,
 )
 
-__all__ = ["BIND_BACKOFF", "MAX_BIND_BACKOFF", "Informer"]
-
-BIND_BACKOFF: Final = 1.0
-"""Seconds a pod whose Bind was refused waits before it is tried again (kube-scheduler's
-``podInitialBackoffSeconds``); each further refusal doubles it up to :data:`MAX_BIND_BACKOFF`."""
-MAX_BIND_BACKOFF: Final = 10.0
-"""The longest back-off after refused Binds (kube-scheduler's ``podMaxBackoffSeconds``)."""
+__all__ = ["Informer"]
 
 
 def _fields_typed(pod: Any) -> bool:

@@ -35,7 +35,7 @@ once, by :func:`kubeflux.scheduler.decisions.apply_decisions`: a shell gives it 
 
 from __future__ import annotations
 
-from typing import Protocol, TypeVar, runtime_checkable
+from typing import Final, Protocol, TypeVar, runtime_checkable
 
 from kubeflux.scheduler.messages import (
     EXPECTED_START_ANNOTATION,
@@ -155,8 +155,10 @@ class DecisionSink(Protocol[P]):
 
 
 __all__ = [
+    "BIND_BACKOFF",
     "EXPECTED_START_ANNOTATION",
     "EXPECTED_START_TIME_ANNOTATION",
+    "MAX_BIND_BACKOFF",
     "PREEMPTED_REASON",
     "PREEMPTION_CONDITION_REASON",
     "Bind",
@@ -181,3 +183,10 @@ __all__ = [
     "not_evicted_whole",
     "rfc3339",
 ]
+
+BIND_BACKOFF: Final = 1.0
+"""Seconds a pod whose Bind was refused waits before it is tried again (kube-scheduler's
+``podInitialBackoffSeconds``); each further refusal doubles it up to :data:`MAX_BIND_BACKOFF`. The shell's binder
+waits as long before it writes again what a refused Bind left to undo."""
+MAX_BIND_BACKOFF: Final = 10.0
+"""The longest back-off after refused Binds (kube-scheduler's ``podMaxBackoffSeconds``)."""

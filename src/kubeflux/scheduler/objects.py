@@ -18,6 +18,9 @@ from typing import Any, Final
 
 from kubeflux.scheduler.phase import PodPhase as PodPhase  # defined in a compiled module: see there
 
+DEFAULT_SCHEDULER: Final = "default-scheduler"
+"""The ``schedulerName`` of a pod that names none (kube-scheduler's)."""
+
 PREEMPT_LOWER_PRIORITY: Final = "PreemptLowerPriority"
 PREEMPT_NEVER: Final = "Never"
 
@@ -112,7 +115,7 @@ class Pod:
     namespace: str
     name: str
     uid: str = ""
-    scheduler_name: str = "default-scheduler"
+    scheduler_name: str = DEFAULT_SCHEDULER
     priority: int = 0
     creation_time: float = 0.0
     """Arrival order for the queue; ties are broken by :attr:`key`."""

@@ -32,11 +32,11 @@ from kubeflux.scheduler.queue import PendingJob, PendingQueue
 from kubeflux.scheduler.searching import Assignment, search_assignment
 from kubeflux.scheduler.translate import (
     Placement,
-    PodRequestError,
     gang_jobspec,
     pod_jobspec,
     pod_policy,
 )
+from kubeflux.scheduler.validation import PodRequestError
 
 __all__ = [
     "EXACT_ROUNDS",

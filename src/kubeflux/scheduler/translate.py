@@ -51,7 +51,7 @@ from kubeflux.resources import NodeSpec
 from kubeflux.scheduler.objects import CPU, GPU, MEMORY, WALLTIME_ANNOTATION, Node, Pod, ResourceList
 from kubeflux.scheduler.topology import DEFAULT_LEVELS, check_levels, domains_of
 from kubeflux.scheduler.units import DurationError, parse_duration
-from kubeflux.scheduler.validation import NODE_VERTICES_LIMIT, InvalidObject
+from kubeflux.scheduler.validation import NODE_VERTICES_LIMIT, InvalidObject, PodRequestError
 
 __all__ = [
     "DURATION_ANNOTATION",
@@ -62,7 +62,6 @@ __all__ = [
     "NodeShape",
     "Placement",
     "PlacementWriter",
-    "PodRequestError",
     "gang_jobspec",
     "gpu_count",
     "node_spec",
@@ -86,10 +85,6 @@ SOCKETS_LABEL: Final = "kubeflux.io/sockets"
 MAX_SOCKETS: Final = 1024
 """The most sockets a node may be given (a label asking more is a mistake, not a machine)."""
 DEFAULT_GPU_RESOURCES: Final = (GPU,)
-
-
-class PodRequestError(ValueError):
-    """A pod whose scheduling inputs kubeflux cannot use; the message names the pod and the field."""
 
 
 def whole_cores(millicores: int) -> int:

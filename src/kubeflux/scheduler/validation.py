@@ -58,6 +58,7 @@ __all__ = [
     "RUN_TIME_ANNOTATION",
     "InvalidObject",
     "InvalidRunTime",
+    "PodRequestError",
     "PodRun",
     "check_group",
     "check_node",
@@ -81,6 +82,10 @@ _CPU_LIMIT = (NODE_VERTICES_LIMIT + 1) * 1000
 _FLOAT_MAX = sys.float_info.max
 """The largest finite float: an ``int`` of seconds beyond it is no time a float can hold (``math.isfinite`` raises
 OverflowError on it, and the scheduler's arithmetic on times would too)."""
+
+
+class PodRequestError(ValueError):
+    """A pod whose scheduling inputs kubeflux cannot use; the message names the pod and the field."""
 
 
 class InvalidObject(ValueError):

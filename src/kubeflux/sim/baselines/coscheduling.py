@@ -56,9 +56,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Unpack
 
-from kubeflux.apiobjects.manifests import DEFAULT_SCHEDULER
 from kubeflux.scheduler.interface import ClusterEvent, Decision, EventKind, Unschedulable
-from kubeflux.scheduler.objects import CPU, MEMORY, PODS, Pod, PodGroup, ResourceList
+from kubeflux.scheduler.objects import CPU, DEFAULT_SCHEDULER, MEMORY, PODS, Pod, PodGroup, ResourceList
 from kubeflux.scheduler.units import format_duration, format_quantity
 from kubeflux.sim.baselines.kube_default import (
     QUEUE_CLASSIC,

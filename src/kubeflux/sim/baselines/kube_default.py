@@ -60,11 +60,10 @@ import math
 import random
 from typing import TypedDict
 
-from kubeflux.apiobjects.manifests import DEFAULT_SCHEDULER
 from kubeflux.scheduler.constraints import fit_error_message, never_fits
 from kubeflux.scheduler.devices import ClaimAllocation, DeviceBooks, DeviceClass, ResourceClaim, ResourceSlice
 from kubeflux.scheduler.interface import Bind, ClusterEvent, Decision, EventKind, Reject, Unschedulable
-from kubeflux.scheduler.objects import DisruptionBudget, Namespace, Node, Pod, PodGroup, PodPhase
+from kubeflux.scheduler.objects import DEFAULT_SCHEDULER, DisruptionBudget, Namespace, Node, Pod, PodGroup, PodPhase
 from kubeflux.scheduler.podterms import PodsByNode, constrained
 from kubeflux.scheduler.storage import STORAGE_KINDS, ClaimBinding, VolumeBook
 from kubeflux.scheduler.volumes import claim_bindings, pod_volumes

@@ -40,9 +40,8 @@ from __future__ import annotations
 
 import random
 
-from kubeflux.apiobjects.manifests import DEFAULT_SCHEDULER
 from kubeflux.scheduler.interface import ClusterEvent, Decision, EventKind, Unschedulable
-from kubeflux.scheduler.objects import Pod, PodGroup
+from kubeflux.scheduler.objects import DEFAULT_SCHEDULER, Pod, PodGroup
 from kubeflux.sim.baselines.kube_default import QUEUE_V136, Failures, KubeDefaultScheduler, QueuedPod, QueueKey
 from kubeflux.sim.baselines.kube_preemption import PostFilterResult
 
