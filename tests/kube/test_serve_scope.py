@@ -3,6 +3,7 @@ namespaces it schedules, several scheduler names, and the clock it takes from th
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import Counter
 from pathlib import Path
@@ -101,6 +102,40 @@ def test_a_cluster_without_the_podgroup_crd_is_served_all_the_same(cluster: Clus
         assert serve.reflectors[1].relists == serve.reflectors[2].relists == 0  # never listed: not served
     finally:
         serve.stop()
+
+
+def test_every_kind_is_listed_at_once_but_the_pods_which_wait_for_the_others(cluster: Cluster) -> None:
+    """A slow list (the namespaces', answered 1 s late) delays no other kind's, and the pods' list begins only once
+    every other kind is in: the core never reads a pod before the nodes, groups or claims it may name."""
+    cluster.create(pod("a", "8", run=None))
+    lists: list[tuple[str, str, float]] = []
+
+    def noted(resource: Resource) -> Resource:
+        def call(**query: Any) -> Any:
+            if query.get("watch"):
+                return resource.call(**query)
+            lists.append((resource.describe(), "asked", time.monotonic()))
+            if resource.kind == "Namespace":
+                time.sleep(1.0)
+            try:
+                return resource.call(**query)
+            finally:  # (an optional kind not served is answered 404)
+                lists.append((resource.describe(), "answered", time.monotonic()))
+
+        return dataclasses.replace(resource, call=call)
+
+    resources = [noted(resource) for resource in watched_resources(cluster.api)]
+    serve = Serve(parse_config({"watch": {"timeoutSeconds": 30}}), cluster.api, resources=resources).start()
+    try:
+        cluster.wait_for(lambda pods: bool(pods["a"]["spec"].get("nodeName")))
+    finally:
+        serve.stop()
+    first = {(kind, what): when for kind, what, when in reversed(lists)}
+    namespaces = first["Namespace", "answered"]
+    others = {kind for kind, _, _ in lists} - {"Pod", "Namespace"}
+    assert len(others) >= 10  # nodes, both PodGroups, budgets, storage and device kinds
+    assert all(first[kind, "answered"] < namespaces for kind in others)  # none waited for the slow one
+    assert first["Pod", "asked"] > namespaces
 
 
 def test_only_the_configured_namespaces_are_scheduled_but_every_pod_is_counted(cluster: Cluster) -> None:

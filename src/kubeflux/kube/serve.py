@@ -3,8 +3,9 @@
 It holds no scheduling logic. The :class:`Serve` loop runs on one thread and is the only one to touch the cores:
 
 1. the reflectors (:mod:`kubeflux.kube.reflector`) put raw watch events of nodes, PodGroups, PodDisruptionBudgets,
-   namespaces and pods on a bounded queue; they are started in that order, each once the previous one has synced, so the
-   core sees the nodes before the pods bound to them;
+   namespaces, storage and device kinds, and pods on a bounded queue; they all list at once but the pods', which
+   starts once the others have synced, so the core sees the nodes (and the groups, claims and volumes) before the
+   pods bound to them or waiting for them;
 2. the loop drains the queue in batches, reads each object with the core's manifest readers
    (:mod:`kubeflux.apiobjects.manifests`) and gives it to every core's ``observe``; an object those readers
    refuse is reported (a kubeflux pod waiting for it gets ``FailedScheduling`` naming the field) and left out,
@@ -241,7 +242,8 @@ class Serve:
         self._stopped = False
         self._thread: threading.Thread | None = None
         self._wakeup: float | None = None
-        self._started = 0
+        self._lists_synced = 0
+        """The reflectors whose first list has been taken (each says SYNCED once, after it)."""
         self.leading = True
         """False while this replica waits for the lease (set by its elector)."""
         self.metrics = ServeMetrics()
@@ -357,8 +359,8 @@ class Serve:
 
     def _loop(self) -> None:
         if self.reflectors:
-            self.reflectors[0].start()
-            self._started = 1
+            for reflector in self.reflectors[:-1] or self.reflectors:  # the pods' (the last) once the others synced
+                reflector.start()
         else:
             self.synced.set()
         settled = not self.tune_gc
@@ -411,14 +413,15 @@ class Serve:
 
     def _observe(self, event: RawEvent, now: float) -> None:
         if event.type == SYNCED:
-            if self._started < len(self.reflectors):
-                self.reflectors[self._started].start()
-                self._started += 1
-                if self._started == len(self.reflectors) and not self.pods:
+            # counted here, not read from the reflectors' flags: a reflector sets its own just after saying SYNCED
+            self._lists_synced += 1
+            if self._lists_synced == len(self.reflectors) - 1:
+                self.reflectors[-1].start()
+                if not self.pods:
                     # the last list (the pods) has begun; no pod is known, so a pass decides nothing, but it builds
                     # the cores' graphs from the nodes meanwhile, instead of after the pods' list
                     self._schedule(now)
-            elif all(r.synced.is_set() for r in self.reflectors):  # the command says so (once)
+            elif self._lists_synced == len(self.reflectors):  # the command says so (once)
                 self.synced.set()
             return
         if event.type == "WAKE":
