@@ -252,7 +252,7 @@ def main() -> None:
                 rows.insert(where, serve_real.BASELINE)
         # every tree serve runs from byte-compiled alike: one never imported yet (a fresh checkout, with
         # PYTHONDONTWRITEBYTECODE set) compiles its modules at each launch and starts later for that alone
-        for tree in [Path(kubeflux.__file__).parent, *([args.baseline / "src"] if args.baseline else [])]:
+        for tree in [Path(kubeflux.__file__).parents[1], *([args.baseline / "src"] if args.baseline else [])]:
             compileall.compile_dir(tree, quiet=1)
         if args.start_runs:
             serve_real.start_times(args.nodes, args.pods, args.start_runs, args.baseline)

@@ -4,6 +4,7 @@ namespaces it schedules, several scheduler names, and the clock it takes from th
 from __future__ import annotations
 
 import dataclasses
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -12,7 +13,7 @@ from typing import Any
 import pytest
 
 from kubeflux.kube.config import parse_config
-from kubeflux.kube.reflector import Resource, watched_resources
+from kubeflux.kube.reflector import SYNCED, RawEvent, Resource, watched_resources
 from kubeflux.kube.serve import Serve, choose_clock
 
 from .conftest import CEILING, Cluster, client, condition, create_podgroup, eventually, pod, start_cluster
@@ -136,6 +137,37 @@ def test_every_kind_is_listed_at_once_but_the_pods_which_wait_for_the_others(clu
     assert len(others) >= 10  # nodes, both PodGroups, budgets, storage and device kinds
     assert all(first[kind, "answered"] < namespaces for kind in others)  # none waited for the slow one
     assert first["Pod", "asked"] > namespaces
+
+
+def test_serve_is_synced_once_the_loop_has_taken_every_lists_end_whatever_the_reflectors_flags_say(
+    cluster: Cluster,
+) -> None:
+    """A reflector says SYNCED on the queue, then sets its own flag: the loop may take the word before the flag is
+    set. Here the pods' reflector never gets that far (its list is held), and the words are given to the loop as it
+    would take them: serve is synced on the words it took, the pods' list having begun after the nodes'."""
+    held = threading.Event()
+    resources = watched_resources(cluster.api)
+    nodes, pods = (next(r for r in resources if r.kind == kind) for kind in ("Node", "Pod"))
+
+    def held_list(**query: Any) -> Any:
+        held.wait(CEILING)
+        return pods.call(**query)
+
+    serve = Serve(
+        parse_config({"watch": {"timeoutSeconds": 30}}),
+        cluster.api,
+        resources=[nodes, dataclasses.replace(pods, call=held_list)],
+    )
+    try:
+        now = time.time()
+        serve._observe(RawEvent("Node", SYNCED, {}), now)
+        assert serve.reflectors[1].relists == 0 and not serve.synced.is_set()
+        serve._observe(RawEvent("Pod", SYNCED, {}), now)
+        assert not serve.reflectors[1].synced.is_set()  # its list is still held
+        assert serve.synced.is_set()
+    finally:
+        held.set()
+        serve.stop()
 
 
 def test_only_the_configured_namespaces_are_scheduled_but_every_pod_is_counted(cluster: Cluster) -> None:

@@ -59,7 +59,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from kubeflux.scheduler.interface import EXPECTED_START_ANNOTATION, ClusterEvent, EventKind, expected_start_text
 from kubeflux.scheduler.messages import PREEMPTED_REASON, Watched
-from kubeflux.scheduler.objects import Node, Pod, PodPhase, Taint
+from kubeflux.scheduler.objects import DEFAULT_SCHEDULER, Node, Pod, PodPhase, Taint
 from kubeflux.sim.claims import ClaimController
 from kubeflux.sim.clock import EventLoop, Handle, Priority
 from kubeflux.sim.jobbook import JobBook
@@ -83,7 +83,7 @@ class Cluster:
         nodes: Iterable[Node],
         lifecycle: Lifecycle | None = None,
         *,
-        primary_scheduler: str = "default-scheduler",
+        primary_scheduler: str = DEFAULT_SCHEDULER,
         workload_name: str = "",
         keep_events: bool = False,
         couple: bool = True,

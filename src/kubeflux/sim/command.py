@@ -45,7 +45,7 @@ from rich.table import Table
 from kubeflux.apiobjects.priority import PriorityClass
 from kubeflux.resources.graph import paused_gc
 from kubeflux.scheduler.interface import Scheduler
-from kubeflux.scheduler.objects import CPU, GPU, DisruptionBudget, Node
+from kubeflux.scheduler.objects import CPU, DEFAULT_SCHEDULER, GPU, DisruptionBudget, Node
 from kubeflux.sim.cluster import Lifecycle
 from kubeflux.sim.driver import SimulationOptions, few_collections, simulate
 from kubeflux.sim.fabric import Fabric
@@ -69,8 +69,6 @@ from kubeflux.sim.records import RunRecord
 from kubeflux.sim.urgent import Urgent, mark_urgent, parse_urgent
 from kubeflux.sim.workloads.limits import ReadBudget, seconds_problem, start_delays_problem
 from kubeflux.sim.workloads.model import JobKind, Lifetime, Workload, WorkloadJob, policy_key
-
-DEFAULT_SCHEDULER_NAME: Final = "default-scheduler"
 
 
 def merge_workloads(workloads: list[Workload]) -> Workload:
@@ -166,7 +164,7 @@ def schedulers_for(
     wanted = {t.scheduler_name for j in workload.jobs for t in j.pods if t.scheduler_name}
     known = available()
     for other in sorted(wanted - {primary.name}):
-        registry_name = "kube-default" if other == DEFAULT_SCHEDULER_NAME else other
+        registry_name = "kube-default" if other == DEFAULT_SCHEDULER else other
         if registry_name in known:
             extra = create(registry_name)
             if extra.name == other:

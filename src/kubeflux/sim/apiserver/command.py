@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from kubeflux.scheduler.objects import DEFAULT_SCHEDULER
 from kubeflux.sim.command import UserQueuesOption, make_out_folder
 from kubeflux.sim.workloads.limits import start_delays_problem
 
@@ -340,20 +341,20 @@ def _replay_plan(
 
     if not workload:
         cores = [create(n) for n in names]
-        return None, cores, primary or (cores[0].name if cores else "default-scheduler")
+        return None, cores, primary or (cores[0].name if cores else DEFAULT_SCHEDULER)
     from kubeflux.sim.workloads.tenants import parse_queues, queues_by_user
 
     try:
         loaded = merge_workloads(load_files(workload, None, ReadBudget(budget)))
         if user_queues is not None:
             loaded = queues_by_user(loaded, parse_queues(user_queues))
-        check_budget(loaded, nodes, names[:1] or ["default-scheduler"], budget)  # the replay is one run
+        check_budget(loaded, nodes, names[:1] or [DEFAULT_SCHEDULER], budget)  # the replay is one run
         mapped = map_to_cluster(loaded, nodes)
     except (WorkloadError, ValueError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
     if not names:
-        return mapped, [], primary or "default-scheduler"
+        return mapped, [], primary or DEFAULT_SCHEDULER
     schedulers, first = schedulers_for(names[0], mapped)
     for name in names[1:]:
         extra = create(name)

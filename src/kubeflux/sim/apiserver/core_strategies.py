@@ -18,6 +18,7 @@ import orjson
 from kubeflux.apiobjects.manifests import ManifestError, node_from_manifest, pod_from_manifest
 from kubeflux.apiobjects.priority import PriorityClass, PriorityRefused, admit_priority, default_class
 from kubeflux.apiobjects.rules import int_decode_error
+from kubeflux.scheduler.objects import DEFAULT_SCHEDULER
 from kubeflux.sim.apiserver import errors
 from kubeflux.sim.apiserver.data_strategies import quantity_error
 from kubeflux.sim.apiserver.errors import Cause
@@ -120,7 +121,7 @@ def default_template_spec(spec: Object, *, restart_policy: bool = True) -> None:
         spec.setdefault("restartPolicy", "Always")
     spec.setdefault("terminationGracePeriodSeconds", 30)
     spec.setdefault("dnsPolicy", "ClusterFirst")
-    spec.setdefault("schedulerName", "default-scheduler")
+    spec.setdefault("schedulerName", DEFAULT_SCHEDULER)
     spec.setdefault("securityContext", {})
     for field in ("containers", "initContainers"):
         for container in spec.get(field) or ():

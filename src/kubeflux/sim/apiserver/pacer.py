@@ -30,6 +30,7 @@ from collections.abc import Callable, Collection
 from typing import Any
 
 from kubeflux.scheduler.messages import GATED_REASON
+from kubeflux.scheduler.objects import DEFAULT_SCHEDULER
 from kubeflux.sim.apiserver.clock import Clock, VirtualClock
 from kubeflux.sim.apiserver.selectors import FieldSelector, LabelSelector
 from kubeflux.sim.apiserver.store import Store
@@ -143,7 +144,7 @@ class UnansweredPods:
             self.waiting.pop(uid, None)
             self.gated.discard(uid)
             return
-        scheduler = spec.get("schedulerName") or "default-scheduler"
+        scheduler = spec.get("schedulerName") or DEFAULT_SCHEDULER
         if scheduler in self.internal or (self.external and scheduler not in self.external):
             return
         if spec.get("schedulingGates"):

@@ -41,7 +41,7 @@ from typing import Any
 from kubeflux.apiobjects.disruption import budget_to_manifest
 from kubeflux.apiobjects.manifests import pod_to_manifest
 from kubeflux.apiobjects.priority import PriorityClass
-from kubeflux.scheduler.objects import DisruptionBudget, Pod
+from kubeflux.scheduler.objects import DEFAULT_SCHEDULER, DisruptionBudget, Pod
 from kubeflux.sim.apiserver.clock import Clock, VirtualClock, WallEvents
 from kubeflux.sim.apiserver.errors import ApiError
 from kubeflux.sim.apiserver.follow import Follower
@@ -120,7 +120,7 @@ class WorkloadReplay:
         workload: Workload,
         kubelet: SimulatedKubelet,
         *,
-        primary: str = "default-scheduler",
+        primary: str = DEFAULT_SCHEDULER,
         on_done: Callable[[], None] | None = None,
     ) -> None:
         registry = store.registry

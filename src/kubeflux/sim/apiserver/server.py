@@ -34,7 +34,7 @@ import yaml
 
 from kubeflux.apiobjects.manifests import format_timestamp
 from kubeflux.scheduler.interface import Scheduler
-from kubeflux.scheduler.objects import Node
+from kubeflux.scheduler.objects import DEFAULT_SCHEDULER, Node
 from kubeflux.scheduler.units import format_quantity
 from kubeflux.sim.apiserver.app import ApiApp, ServerSettings
 from kubeflux.sim.apiserver.claim_controller import ClaimController
@@ -215,7 +215,7 @@ class ApiServer:
         settle: float = 0.05,
         external_schedulers: Sequence[str] = (),
         workload: Workload | None = None,
-        primary: str = "default-scheduler",
+        primary: str = DEFAULT_SCHEDULER,
         until_done: bool = False,
         tls: TlsFiles | None = None,
     ) -> None:
