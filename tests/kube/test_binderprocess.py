@@ -7,10 +7,12 @@ A race is made by pausing the writer's process (SIGSTOP) while a Binding waits i
 from __future__ import annotations
 
 import os
+import queue
 import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -294,3 +296,28 @@ def test_a_batch_inside_another_sends_what_it_holds_at_its_end(cluster: Cluster)
             assert bound == ["a"]
     finally:
         writer.stop()
+
+
+def test_the_childs_answers_gather_in_a_burst_but_go_at_once_after_a_quiet_spell_or_when_urgent() -> None:
+    """The writer's answers cross the pipe gathered (each message costs both processes a pickle, system calls and a
+    thread woken), but never held when nothing came for a while, nor when someone waits for them (a drain) or the
+    core must plan again (a refused Binding). A gathering of 60 s shows what waits: nothing here waits that long."""
+    delivered: queue.Queue[tuple[Any, ...]] = queue.Queue()
+    outbox = binderprocess._Outbox(delivered.put, gather=60.0)
+    threading.Thread(target=outbox.run, daemon=True).start()
+    outbox.say(("bound", 1))
+    assert delivered.get(timeout=CEILING) == ("bound", 1)  # after a quiet spell: at once
+    outbox.say(("bound", 2))
+    outbox.say(("pending", 0, 1))
+    outbox.say(("bound", 3))
+    time.sleep(0.3)
+    assert delivered.empty()  # gathering
+    outbox.say(("refused", 4, "409 Conflict"))
+    assert delivered.get(timeout=CEILING) == (
+        "batch",
+        [("bound", 2), ("pending", 0, 1), ("bound", 3), ("refused", 4, "409 Conflict")],
+    )
+    outbox.say(("drained", 7, True, 4, 0))
+    assert delivered.get(timeout=CEILING) == ("drained", 7, True, 4, 0)
+    outbox.say(("stopped",))
+    assert delivered.get(timeout=CEILING) == ("stopped",)

@@ -40,3 +40,29 @@ def test_a_reflector_stopped_while_its_watch_opens_ends(cluster: Cluster) -> Non
     reflector._thread.join(timeout=CEILING)  # stop() waits 10 s at most; the thread must end, not read for 300 s
     assert not reflector._thread.is_alive()
     assert reflector.watches == 0  # the watch opened after the stop was closed unread
+
+
+def test_the_objects_a_reflector_delivers_carry_no_managed_fields(cluster: Cluster) -> None:
+    """As kube-scheduler's informers keep them: the server's record of writers is dropped as each object is read,
+    listed or watched, and nothing else of it."""
+    created = cluster.create(pod("listed", "1", labels={"app": "a"}))
+    assert created["metadata"].get("managedFields")  # the server does record them: the test can fail
+    (pods,) = [resource for resource in watched_resources(cluster.api) if resource.kind == "Pod"]
+    events: queue.Queue[RawEvent] = queue.Queue()
+    reflector = Reflector(pods, events, timeout_seconds=30)
+    reflector.start()
+    try:
+        taken = [events.get(timeout=CEILING) for _ in range(2)]
+        cluster.create(pod("watched", "1", labels={"app": "b"}))
+        taken.append(events.get(timeout=CEILING))
+    finally:
+        reflector.stop()
+    assert [(e.type, e.obj.get("metadata", {}).get("name")) for e in taken] == [
+        ("ADDED", "listed"),
+        (SYNCED, None),
+        ("ADDED", "watched"),
+    ]
+    for event in (taken[0], taken[2]):
+        meta = event.obj["metadata"]
+        assert "managedFields" not in meta
+        assert meta["labels"] and meta["uid"] and meta["resourceVersion"] and event.obj["spec"]["containers"]
