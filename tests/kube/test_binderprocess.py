@@ -301,10 +301,19 @@ def test_a_batch_inside_another_sends_what_it_holds_at_its_end(cluster: Cluster)
 def test_the_childs_answers_gather_in_a_burst_but_go_at_once_after_a_quiet_spell_or_when_urgent() -> None:
     """The writer's answers cross the pipe gathered (each message costs both processes a pickle, system calls and a
     thread woken), but never held when nothing came for a while, nor when someone waits for them (a drain) or the
-    core must plan again (a refused Binding). A gathering of 60 s shows what waits: nothing here waits that long."""
+    core must plan again (a refused Binding). A gathering ten times the tests' ceiling shows what waits: a message
+    held for it would fail the wait for it."""
     delivered: queue.Queue[tuple[Any, ...]] = queue.Queue()
-    outbox = binderprocess._Outbox(delivered.put, gather=60.0)
-    threading.Thread(target=outbox.run, daemon=True).start()
+    sending = threading.Event()
+    sending.set()
+
+    def deliver(message: tuple[Any, ...]) -> None:
+        sending.wait()
+        delivered.put(message)
+
+    outbox = binderprocess._Outbox(deliver, gather=10 * CEILING)
+    sender = threading.Thread(target=outbox.run, daemon=True)
+    sender.start()
     outbox.say(("bound", 1))
     assert delivered.get(timeout=CEILING) == ("bound", 1)  # after a quiet spell: at once
     outbox.say(("bound", 2))
@@ -317,7 +326,38 @@ def test_the_childs_answers_gather_in_a_burst_but_go_at_once_after_a_quiet_spell
         "batch",
         [("bound", 2), ("pending", 0, 1), ("bound", 3), ("refused", 4, "409 Conflict")],
     )
+    sending.clear()  # an urgent word said while another message is being delivered
+    outbox.say(("refused", 5, "404 Not Found"))
+    time.sleep(0.1)
+    outbox.say(("bound", 6))
     outbox.say(("drained", 7, True, 4, 0))
-    assert delivered.get(timeout=CEILING) == ("drained", 7, True, 4, 0)
+    sending.set()
+    assert delivered.get(timeout=CEILING) == ("refused", 5, "404 Not Found")
+    assert delivered.get(timeout=CEILING) == ("batch", [("bound", 6), ("drained", 7, True, 4, 0)])
     outbox.say(("stopped",))
     assert delivered.get(timeout=CEILING) == ("stopped",)
+    sender.join(CEILING)
+    assert not sender.is_alive()  # ends after its last word
+
+
+def test_a_burst_of_answers_goes_once_gathered_and_the_first_after_a_quiet_spell_at_once() -> None:
+    delivered: queue.Queue[tuple[Any, ...]] = queue.Queue()
+    outbox = binderprocess._Outbox(delivered.put, gather=0.05)
+    sender = threading.Thread(target=outbox.run, daemon=True)
+    sender.start()
+    outbox.say(("bound", 1))
+    outbox.say(("bound", 2))
+    outbox.say(("bound", 3))
+    taken = [delivered.get(timeout=CEILING)]
+    if taken[0] == ("bound", 1):  # (the sender took the first before the others were said)
+        taken.append(delivered.get(timeout=CEILING))
+    assert taken[-1] == ("batch", [("bound", 2), ("bound", 3)]) or taken == [
+        ("batch", [("bound", 1), ("bound", 2), ("bound", 3)])
+    ]
+    time.sleep(0.2)  # a quiet spell, longer than the gathering
+    outbox.say(("bound", 4))
+    assert delivered.get(timeout=CEILING) == ("bound", 4)
+    outbox.say(("failed", "gone"))
+    assert delivered.get(timeout=CEILING) == ("failed", "gone")
+    sender.join(CEILING)
+    assert not sender.is_alive()
