@@ -4,11 +4,13 @@ serves the next request."""
 
 from __future__ import annotations
 
+import queue
 import threading
+from collections.abc import Callable
 
-from kubeflux.kube.reflector import _connection_reader, _lines
+from kubeflux.kube.reflector import SYNCED, RawEvent, Reflector, _connection_reader, _lines, watched_resources
 
-from .conftest import Api
+from .conftest import CEILING, Api
 
 
 def test_a_pod_watch_of_the_real_api_server_is_read_from_its_connection(api: Api) -> None:
@@ -32,3 +34,36 @@ def test_a_pod_watch_of_the_real_api_server_is_read_from_its_connection(api: Api
         response.close()
     assert seen == [("ADDED", name) for name in names]
     assert sorted(api.pods(namespace)) == sorted(names)  # the client goes on after the stream it did not read
+
+
+def test_a_reflector_on_the_real_api_server_delivers_its_pods_without_managed_fields(api: Api) -> None:
+    """kube-apiserver records every pod's writers (``managedFields``); serve's reflector drops them as it lists and
+    watches, as kube-scheduler's informers do, and keeps the rest."""
+    namespace = api.namespace("reflector-strip")
+    spec = {"containers": [{"name": "c", "image": "busybox"}]}
+    manifest = {"metadata": {"name": "listed", "labels": {"app": "a"}}, "spec": spec}
+    assert api.create_pod(namespace, manifest)["metadata"]["managedFields"]  # the server records them: this can fail
+    (pods,) = [resource for resource in watched_resources(api.client) if resource.kind == "Pod"]
+    events: queue.Queue[RawEvent] = queue.Queue()
+    reflector = Reflector(pods, events, timeout_seconds=30)
+    reflector.start()
+    try:
+        taken = _until(events, lambda e: e.type == SYNCED)
+        api.create_pod(namespace, {**manifest, "metadata": {"name": "watched", "labels": {"app": "b"}}})
+        taken += _until(events, lambda e: e.obj.get("metadata", {}).get("name") == "watched")
+    finally:
+        reflector.stop()
+    ours = [e for e in taken if e.obj.get("metadata", {}).get("namespace") == namespace]
+    assert [(e.type, e.obj["metadata"]["name"]) for e in ours] == [("ADDED", "listed"), ("ADDED", "watched")]
+    for event in ours:
+        meta = event.obj["metadata"]
+        assert "managedFields" not in meta
+        assert meta["labels"] and meta["uid"] and meta["resourceVersion"] and event.obj["spec"]["containers"]
+
+
+def _until(events: queue.Queue[RawEvent], last: Callable[[RawEvent], bool]) -> list[RawEvent]:
+    """The events taken up to and with the first ``last`` holds for (the cluster's other pods come too)."""
+    taken: list[RawEvent] = []
+    while not taken or not last(taken[-1]):
+        taken.append(events.get(timeout=CEILING))
+    return taken

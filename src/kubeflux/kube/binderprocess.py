@@ -78,11 +78,11 @@ _LAST_WORDS = frozenset({"stopped", "failed"})
 _GATHER_SECONDS = 0.02
 """How long after its last message the child's sender lets answers gather before it sends what it has as one: in a
 burst the Bindings are answered ~0.1-1 ms apart, and each message costs both processes a pickle, two system calls
-and a thread woken on each side. 10,000 Bindings on the real API server: with 2 ms, 8,028 messages, and the sender
-(0.40-0.64 s of CPU) and the parent's reader (0.40-0.64 s) cost more than a tenth of serve's CPU; with 20 ms,
-0.07-0.09 s and 0.19-0.22 s (issue 28). An answer after a quiet spell goes at once, and a word someone waits for
-(:data:`_URGENT`) cuts the gathering short, so only the answers of a burst wait, at most this long (what
-``serve``'s pod latency counts of them: their Binding was answered up to 20 ms earlier)."""
+and a thread woken on each side. 10,000 Bindings on the real API server: one message an answer, 8,028 messages;
+gathered 2 ms, ~3,000, and the sender (0.40-0.71 s of CPU) and the parent's reader (0.40-0.72 s) cost a tenth of
+serve's CPU; gathered 20 ms, ~610, 0.06-0.12 s and 0.12-0.22 s (issue 28). An answer after a quiet spell goes at
+once, and a word someone waits for (:data:`_URGENT`) cuts the gathering short, so only the answers of a burst wait,
+at most this long (what ``serve``'s pod latency counts of them: their Binding was answered up to 20 ms earlier)."""
 _URGENT = frozenset({"refused", "evicted", "drained", "stopped", "failed"})
 """What the child says that goes at once: what a caller waits for, or the core must hear to plan again."""
 

@@ -210,7 +210,7 @@ def _lines(response: Any, read: Callable[[int], bytes] | None = None) -> Iterato
 
 
 def _strip(obj: Object) -> None:
-    """``obj`` without ``metadata.managedFields``, as kube-scheduler's informers keep it (client-go's
+    """Drop ``obj``'s ``metadata.managedFields``, as kube-scheduler's informers do (client-go's
     ``TransformStripManagedFields``): the server's record of who wrote which field, which no reader here looks at,
     is most of a pod's dicts and lists (29 of 42 for a plain pod); dropped as soon as it is read, it is neither kept
     nor scanned by the garbage collector while the pod is known."""
