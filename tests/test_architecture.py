@@ -3,7 +3,8 @@
 Layers, lowest first (a module may import its own unit and the units of lower layers, nothing beside or above):
 
 0. ``resources`` (the graph), above only ``_native`` (which engine runs, compiled or pure; it imports no kubeflux
-   module, and every compiled package, the graph's included, asks it), 1. ``jobspec``, 2. ``match`` (the engine),
+   module, and every compiled package, the graph's included, asks it) and ``collector`` (the garbage collector
+   tuned for a long-running process; it imports nothing either), 1. ``jobspec``, 2. ``match`` (the engine),
    3. ``scheduler`` (the core),
 4. ``apiobjects``: Kubernetes objects as kubeflux reads and writes them (manifests, quantities, the Binding, the
    ``PodScheduled`` condition and Events, the event budget), between the core and the shells, and ``wallclock``
@@ -36,7 +37,7 @@ from tests.shared import REPO
 SRC = REPO / "src"
 PACKAGE = "kubeflux"
 LAYERS: list[set[str]] = [
-    {"_native"},
+    {"_native", "collector"},
     {"resources"},
     {"jobspec"},
     {"match"},
@@ -117,7 +118,7 @@ def _imports(
 GRAPH = {module: set(_imports(module, path)) & set(MODULES) for module, path in MODULES.items()}
 
 
-CORE = {"resources", "_native", "jobspec", "match", "scheduler"}
+CORE = {"resources", "_native", "collector", "jobspec", "match", "scheduler"}
 """The functional core: what a scheduling decision is made of, with no I/O and no Kubernetes wire format."""
 WIRE = {"apiobjects", "wallclock", "sim", "kube", "controlplane", "query", "cli", "commands", "demo", "__main__"}
 """What the core may never import: the Kubernetes objects layer and everything above it."""

@@ -53,6 +53,7 @@ from kubeflux.scheduler.objects import (
     Toleration,
     VolumeClaim,
 )
+from kubeflux.scheduler.phase import pod_phase
 from kubeflux.scheduler.units import echo, format_quantity
 from kubeflux.scheduler.validation import (
     min_member_problem,
@@ -326,7 +327,7 @@ def pod_from_manifest(obj: Any, *, default_namespace: str = "default") -> Pod:
     name, namespace = reader.identity("Pod", default_namespace)
     phase_text = reader.string("status.phase") or PodPhase.PENDING.value
     try:
-        phase = PodPhase(phase_text)
+        phase = pod_phase(phase_text)
     except ValueError as exc:
         raise reader.fail("status.phase", f"unknown phase {phase_text!r}") from exc
     deadline = reader.go_integer("PodSpec", "spec.activeDeadlineSeconds", "int64")
@@ -368,8 +369,30 @@ def pod_from_manifest(obj: Any, *, default_namespace: str = "default") -> Pod:
         scheduling_gates=_scheduling_gates(reader),
         terms=pod_terms(reader, namespace, labels),
         volume_claims=_volume_claims(reader, name) if reader.get("spec.volumes") is not None else (),
-        resource_claims=pod_claims(reader),
+        resource_claims=pod_claims(reader) if _may_claim(obj.get("spec")) else (),
     )
+
+
+def _may_claim(spec: Any) -> bool:
+    """Whether a pod spec names ResourceClaims, or might (anything :func:`pod_claims` would read or refuse): a
+    ``resourceClaims`` field, a container's ``resources.claims``, or a part of another type than a reader expects.
+    Most pods name none, and :func:`pod_claims` (interpreted, as the rest of Dynamic Resource Allocation) walked the
+    containers again for ~8 % of a pod's reading."""
+    if type(spec) is not dict or "resourceClaims" in spec:
+        return True
+    for kind in ("initContainers", "containers"):
+        containers = spec.get(kind)
+        if containers is None:
+            continue
+        if type(containers) is not list:
+            return True
+        for container in containers:
+            if type(container) is not dict:
+                return True
+            resources = container.get("resources")
+            if resources is not None and (type(resources) is not dict or "claims" in resources):
+                return True
+    return False
 
 
 # --- nodes and pod groups -----------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ from kubeflux.apiobjects.manifests import (
 )
 from kubeflux.apiobjects.resourceclaims import claim_from_manifest, device_class_from_manifest, slice_from_manifest
 from kubeflux.apiobjects.storage import STORAGE_READERS, read_storage
-from kubeflux.scheduler.messages import ClusterEvent, EventKind, Watched
+from kubeflux.scheduler.messages import ClusterEvent, Watched, event_kind
 from kubeflux.scheduler.objects import Pod
 
 __all__ = ["cluster_event"]
@@ -59,4 +59,4 @@ def cluster_event(
         obj = _DEVICE_READERS[kind](manifest)
     else:
         obj = read_pod(manifest)
-    return ClusterEvent(EventKind(type_), obj)
+    return ClusterEvent(event_kind(type_), obj)

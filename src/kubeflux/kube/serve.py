@@ -52,6 +52,7 @@ from kubeflux.apiobjects.manifests import (
 from kubeflux.apiobjects.podreadings import PodReadings
 from kubeflux.apiobjects.queuejobs import queue_by_job
 from kubeflux.apiobjects.watched import cluster_event
+from kubeflux.collector import settle_gc
 from kubeflux.kube.binder import Binder, BindOutcome, PodRef
 from kubeflux.kube.binderprocess import BinderProcess, copied_client
 from kubeflux.kube.claimversions import ClaimVersions
@@ -70,6 +71,7 @@ from kubeflux.scheduler.interface import (
     Reject,
     Unschedulable,
 )
+from kubeflux.scheduler.messages import event_kind
 from kubeflux.scheduler.objects import DEFAULT_SCHEDULER, Node
 from kubeflux.wallclock import WallClock
 
@@ -151,11 +153,10 @@ def _pod_ref(obj: dict[str, Any]) -> PodRef:
 
 def _settle_gc() -> None:
     """Freeze what the process holds (the graph, the planners: ~1.5 million objects for 5,000 nodes of 64 cores)
-    out of the cyclic collector's scans, and collect young objects less often (as :func:`kubeflux.resources.
+    out of the cyclic collector's scans, and collect young objects less often (:func:`kubeflux.resources.
     settle_gc`, without its full collection first: 0.5 s on that cluster, to find the few cycles made while
     starting). Every full collection would otherwise walk those objects again (0.5 s each)."""
-    gc.freeze()
-    gc.set_threshold(50_000, 20, 20)
+    settle_gc(collect=False)
     gc.enable()
 
 
@@ -427,7 +428,7 @@ class Serve:
         if event.type == "WAKE":
             return
         obj = event.obj
-        kind = EventKind(event.type)
+        kind = event_kind(event.type)
         if event.kind == "ResourceClaim" and not self.claim_versions.watched(event.type, obj):
             return  # a state the cores heard already from serve's own write, or older
         if event.kind == "Pod":

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kubeflux._native import use_compiled
+from kubeflux.collector import settle_gc
 
 COMPILED: bool = use_compiled(__name__, __path__)
 """Whether the graph and its builder run compiled (mypyc) rather than from the sources (see ``_native``)."""
@@ -20,7 +21,6 @@ from .graph import (  # noqa: E402
     Vertex,
     id_from_name_suffix,
     paused_gc,
-    settle_gc,
 )
 from .grug import Recipe, generate, load_grug, parse_recipe, read_grug  # noqa: E402
 from .jgf import (  # noqa: E402

@@ -441,19 +441,6 @@ def paused_gc() -> Iterator[None]:
             gc.enable()
 
 
-def settle_gc() -> None:
-    """Tune the cyclic garbage collector for a long-running process that holds a large resource graph.
-
-    Everything allocated so far (the graph, the planners) is frozen out of the collector's scans, and young
-    objects are collected less often. The matcher keeps hundreds of thousands of small cached objects, and
-    with the default thresholds full collections that rescan them cost more than the matching itself (2-3x on
-    the 1,024-node benchmark). Call it once, after loading the graph; it affects the whole process.
-    """
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(50_000, 20, 20)
-
-
 def id_from_name_suffix(name: str) -> int | None:
     """The integer suffix of a host name (``node17`` -> 17, ``nid00012`` -> 12), None without one.
 

@@ -30,6 +30,16 @@ class EventKind(StrEnum):
     DELETED = "DELETED"
 
 
+_EVENT_KINDS: Final = {kind.value: kind for kind in EventKind}
+
+
+def event_kind(text: str) -> EventKind:
+    """``EventKind(text)`` at a dictionary's cost (as :func:`~kubeflux.scheduler.phase.pod_phase`: every watch event
+    goes through it): ValueError for another text."""
+    kind = _EVENT_KINDS.get(text)
+    return EventKind(text) if kind is None else kind
+
+
 @dataclass(frozen=True, slots=True, init=False)
 class ClusterEvent(Picklable):
     """A watch event: an object added, modified or deleted. ``obj`` is the object's state after the change
