@@ -1,6 +1,7 @@
 """The cyclic garbage collector tuned for a long-running process that holds many objects (``kubeflux query``'s
-graph, ``kubeflux serve``'s graph and caches). It imports nothing: a process that must not import the engine (serve's
-writer process, :mod:`kubeflux.kube.binderprocess`) may use it too.
+graph, ``kubeflux serve``'s graph and caches, the benchmarks'; the simulator's loop has its own,
+:mod:`kubeflux.sim.driver`). It imports nothing, so that ``kubeflux serve``'s command can turn the collector off
+before its first heavy import and tune it once the graph is built without importing a module of the engine for it.
 """
 
 from __future__ import annotations

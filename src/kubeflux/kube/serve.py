@@ -153,7 +153,7 @@ def _pod_ref(obj: dict[str, Any]) -> PodRef:
 
 def _settle_gc() -> None:
     """Freeze what the process holds (the graph, the planners: ~1.5 million objects for 5,000 nodes of 64 cores)
-    out of the cyclic collector's scans, and collect young objects less often (:func:`kubeflux.resources.
+    out of the cyclic collector's scans, and collect young objects less often (:func:`kubeflux.collector.
     settle_gc`, without its full collection first: 0.5 s on that cluster, to find the few cycles made while
     starting). Every full collection would otherwise walk those objects again (0.5 s each)."""
     settle_gc(collect=False)
