@@ -42,7 +42,7 @@ LAYERS: list[set[str]] = [
     {"jobspec"},
     {"match"},
     {"scheduler"},
-    {"apiobjects", "wallclock"},
+    {"apiobjects", "wallclock", "stopsignals"},
     {"sim", "kube", "query"},
     {"controlplane"},
     {"cli", "commands", "demo", "__main__"},
@@ -120,7 +120,19 @@ GRAPH = {module: set(_imports(module, path)) & set(MODULES) for module, path in 
 
 CORE = {"resources", "_native", "collector", "jobspec", "match", "scheduler"}
 """The functional core: what a scheduling decision is made of, with no I/O and no Kubernetes wire format."""
-WIRE = {"apiobjects", "wallclock", "sim", "kube", "controlplane", "query", "cli", "commands", "demo", "__main__"}
+WIRE = {
+    "apiobjects",
+    "wallclock",
+    "stopsignals",
+    "sim",
+    "kube",
+    "controlplane",
+    "query",
+    "cli",
+    "commands",
+    "demo",
+    "__main__",
+}
 """What the core may never import: the Kubernetes objects layer and everything above it."""
 WIRE_LIBRARIES = {"kubernetes"}
 """Third-party packages that speak the Kubernetes API, which the core may not import either."""

@@ -3,13 +3,13 @@ one, to try ``kubeflux serve`` (or anything else) against the real API without a
 
 from __future__ import annotations
 
-import signal
 import tempfile
-import threading
 from pathlib import Path
 from typing import Annotated
 
 import typer
+
+from kubeflux.stopsignals import StopSignals
 
 __all__ = ["kube_app"]
 
@@ -74,13 +74,11 @@ def up(
     versions = binaries.versions
     typer.echo(f"Kubernetes {versions.get('kubernetes')} (etcd {versions.get('etcd')}, KWOK {versions.get('kwok')})")
     typer.echo(f"API server: {plane.server}, {kwok_nodes} KWOK node(s); logs in {where / 'logs'}")
-    stopped = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):  # before saying so: a script that signals on that line is heard
-        signal.signal(sig, lambda *_: stopped.set())
+    stop = StopSignals()  # before saying so: a script that signals on that line is heard
     typer.echo(f"export KUBECONFIG={plane.kubeconfig}")
     typer.echo("Ctrl-C stops it.")
     try:
-        while not stopped.wait(1.0):
+        while not stop.wait(0.2):
             down = [name for name, component in plane.components.items() if not component.running]
             if down:
                 typer.echo(f"kubeflux kube up: {', '.join(down)} stopped on its own; see {where / 'logs'}", err=True)

@@ -10,14 +10,14 @@ from __future__ import annotations
 import gc
 import logging
 import os
-import signal
 import stat
-import threading
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+from kubeflux.stopsignals import StopSignals
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
@@ -153,12 +153,10 @@ def serve_command(
     if replica.elector is not None:
         election = settings.leader_election
         typer.echo(f"kubeflux serve: waiting for the lease {election.namespace}/{election.name} to lead")
-    stopping = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stopping.set())
+    stop = StopSignals()
     replica.start()
     said_synced = False
-    while not stopping.wait(0.1) and not replica.ended.is_set() and serve.alive:
+    while not stop.wait(0.1) and not replica.ended.is_set() and serve.alive:
         if not said_synced and serve.synced.is_set():
             typer.echo(f"kubeflux serve: caches synced ({len(serve.pods)} pods); scheduling")
             said_synced = True
