@@ -8,7 +8,8 @@ Layers, lowest first (a module may import its own unit and the units of lower la
    3. ``scheduler`` (the core),
 4. ``apiobjects``: Kubernetes objects as kubeflux reads and writes them (manifests, quantities, the Binding, the
    ``PodScheduled`` condition and Events, the event budget), between the core and the shells, and ``wallclock``
-   (the wall clock ``serve`` and ``cluster serve`` share: a clock read, which the core never makes),
+   (the wall clock ``serve`` and ``cluster serve`` share: a clock read, which the core never makes) and
+   ``stopsignals`` (Ctrl-C and SIGTERM heard by the long-running commands, with no lock in the handler),
 5. the shells over them: ``sim`` and ``kube`` (drivers), and ``query`` (``resource-query``'s command language
    over the engine: a shell, so the engine never imports it),
 6. ``controlplane``: the real Kubernetes control plane started on loopback, for the tests and ``kubeflux kube up``
