@@ -30,9 +30,9 @@ from rich.console import Console
 from rich.table import Table
 
 from kubeflux import _native
+from kubeflux.collector import settle_gc
 from kubeflux.jobspec import load_jobspec
 from kubeflux.match.engine import Engine, MatchOp
-from kubeflux.resources import settle_gc
 from kubeflux.resources.grug import read_grug
 from shared import BENCH, at_least, comma_list, match_policy
 

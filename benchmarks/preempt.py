@@ -12,7 +12,7 @@ import argparse
 import statistics
 import time
 
-from kubeflux.resources import settle_gc
+from kubeflux.collector import settle_gc
 from kubeflux.scheduler.core import KubefluxScheduler
 from kubeflux.scheduler.messages import Evict
 from kubeflux.scheduler.objects import POD_GROUP_LABEL, DisruptionBudget, LabelSelector, PodGroup

@@ -37,7 +37,7 @@ import time
 from rich.console import Console
 from rich.table import Table
 
-from kubeflux.resources import settle_gc
+from kubeflux.collector import settle_gc
 from kubeflux.scheduler.confining import KUEUE_REQUIRED
 from kubeflux.scheduler.core import KubefluxScheduler
 from kubeflux.scheduler.graphview import GraphView

@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from kubeflux.collector import settle_gc
 from kubeflux.jobspec import JobspecError, load_jobspec
 from kubeflux.match.engine import Engine, EngineError, JobState, MatchOp, MatchResult
-from kubeflux.resources import decode_idset, load_graph, settle_gc
+from kubeflux.resources import decode_idset, load_graph
 from kubeflux.resources.graph import Graph, GraphFormatError, Status, Vertex
 
 RULE = "INFO: ============================="

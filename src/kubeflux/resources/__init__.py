@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from kubeflux._native import use_compiled
-from kubeflux.collector import settle_gc
 
 COMPILED: bool = use_compiled(__name__, __path__)
 """Whether the graph and its builder run compiled (mypyc) rather than from the sources (see ``_native``)."""
