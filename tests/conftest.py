@@ -4,13 +4,20 @@
 compiled module's functions and classes cannot be patched (``mock.patch.object(Traverser, ...)``, a module constant
 that compiled code reads as a C constant), so a test that does so carries ``@pytest.mark.pure_engine``: it is skipped
 when the engine is compiled, and ``make test`` runs those tests again with ``KUBEFLUX_PURE=1``.
+
+Property tests have no deadline (Hypothesis's default fails an example slower than 200 ms): a test never fails
+because the machine was slow, as on a loaded two-core CI machine whose first examples also import and compile.
 """
 
 from __future__ import annotations
 
 import pytest
+from hypothesis import settings
 
 import kubeflux.match
+
+settings.register_profile("kubeflux", deadline=None)
+settings.load_profile("kubeflux")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
