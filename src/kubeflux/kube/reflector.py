@@ -316,7 +316,7 @@ class Reflector:
         resource: Resource,
         out: queue.Queue[Any],
         *,
-        page_size: int = 500,
+        page_size: int = 10_000,
         timeout_seconds: int = 300,
         retry_seconds: float = 1.0,
     ) -> None:
