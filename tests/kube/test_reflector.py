@@ -66,3 +66,33 @@ def test_the_objects_a_reflector_delivers_carry_no_managed_fields(cluster: Clust
         meta = event.obj["metadata"]
         assert "managedFields" not in meta
         assert meta["labels"] and meta["uid"] and meta["resourceVersion"] and event.obj["spec"]["containers"]
+
+
+def test_a_reflector_lists_in_pages_and_misses_no_pod(cluster: Cluster) -> None:
+    """With a page smaller than the list (``watch.pageSize``; 10,000 by default), the reflector follows the continue
+    tokens to the list's end: every pod once, then SYNCED, and the watch goes on from the list's version."""
+    names = [f"p{i}" for i in range(7)]
+    for name in names:
+        cluster.create(pod(name, "1"))
+    (pods,) = [resource for resource in watched_resources(cluster.api) if resource.kind == "Pod"]
+    asked: list[dict[str, Any]] = []
+
+    def call(**query: Any) -> Any:
+        asked.append(query)
+        return pods.call(**query)
+
+    events: queue.Queue[RawEvent] = queue.Queue()
+    reflector = Reflector(dataclasses.replace(pods, call=call), events, page_size=2, timeout_seconds=30)
+    reflector.start()
+    try:
+        taken = [events.get(timeout=CEILING) for _ in range(len(names) + 1)]
+        cluster.create(pod("after", "1"))
+        taken.append(events.get(timeout=CEILING))
+    finally:
+        reflector.stop()
+    assert [e.type for e in taken] == ["ADDED"] * len(names) + [SYNCED, "ADDED"]
+    listed = [e.obj["metadata"]["name"] for e in taken[: len(names)]]
+    assert sorted(listed) == names and taken[-1].obj["metadata"]["name"] == "after"
+    lists = [query for query in asked if not query.get("watch")]
+    assert all(query["limit"] == 2 for query in lists)
+    assert len([query for query in lists if query.get("_continue")]) == 3  # pages of 2, 2, 2 and 1

@@ -4,6 +4,7 @@ serves the next request."""
 
 from __future__ import annotations
 
+import dataclasses
 import queue
 import threading
 from collections.abc import Callable
@@ -67,3 +68,34 @@ def _until(events: queue.Queue[RawEvent], last: Callable[[RawEvent], bool]) -> l
     while not taken or not last(taken[-1]):
         taken.append(events.get(timeout=CEILING))
     return taken
+
+
+def test_a_reflector_lists_the_real_api_server_in_pages_and_misses_no_pod(api: Api) -> None:
+    """With a page smaller than the list (``watch.pageSize``; 10,000 by default), the reflector follows kube-apiserver's
+    continue tokens to the list's end: every pod once, then SYNCED, and the watch goes on from the list's version."""
+    namespace = api.namespace("reflector-pages")
+    spec = {"containers": [{"name": "c", "image": "busybox"}]}
+    names = [f"p{i}" for i in range(7)]
+    for name in names:
+        api.create_pod(namespace, {"metadata": {"name": name}, "spec": spec})
+    (pods,) = [resource for resource in watched_resources(api.client) if resource.kind == "Pod"]
+    asked: list[dict[str, object]] = []
+
+    def call(**query: object) -> object:
+        asked.append(query)
+        return pods.call(**query)
+
+    events: queue.Queue[RawEvent] = queue.Queue()
+    reflector = Reflector(dataclasses.replace(pods, call=call), events, page_size=2, timeout_seconds=30)
+    reflector.start()
+    try:
+        taken = _until(events, lambda e: e.type == SYNCED)
+        api.create_pod(namespace, {"metadata": {"name": "after"}, "spec": spec})
+        taken += _until(events, lambda e: e.obj.get("metadata", {}).get("name") == "after")
+    finally:
+        reflector.stop()
+    ours = [e.obj["metadata"]["name"] for e in taken if e.obj.get("metadata", {}).get("namespace") == namespace]
+    assert sorted(ours[:-1]) == names and ours[-1] == "after"  # each listed pod once, then the watched one
+    lists = [query for query in asked if not query.get("watch")]
+    assert all(query["limit"] == 2 for query in lists)
+    assert len([query for query in lists if query.get("_continue")]) >= len(names) // 2  # it did page
