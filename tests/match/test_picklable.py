@@ -63,7 +63,10 @@ def test_the_written_inits_are_found() -> None:
     assert len(names) >= 15
 
 
-DERIVED = {"kubeflux.scheduler.allocation.Allocation.named": "placement"}
+DERIVED = {
+    "kubeflux.scheduler.allocation.Allocation.named": "placement",
+    "kubeflux.scheduler.queue.PendingJob.slot": "seq",
+}
 """Fields a written ``__init__`` sets from another argument, by design: field → the argument."""
 
 

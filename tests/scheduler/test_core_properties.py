@@ -140,6 +140,13 @@ class World:
         for node in self.nodes.values():
             assert self.used(node.name) <= node.allocatable[CPU], f"{node.name} over-committed"
             assert self.scheduler.books.ledger.on(node.name).get(CPU, 0) == self.used(node.name)
+        queue = self.scheduler.queue
+        for job in queue.jobs.values():  # the registers a full pass visits instead of every waiting job
+            holds = job.reservations or job.holds or job.left_out or job.member_reservations
+            if holds or job.expected_start is not None:
+                assert job in queue.reserving, f"{job.key} holds a reservation no full pass would cancel"
+            if any(said[1] is not None for uid, said in job.told.items() if uid in job.pods):
+                assert job in queue.starts_told, f"{job.key} was told a start no full pass would take back"
         fresh = self.rebuilt(with_pending=False)
         assert fresh.schedule(self.now) == []
         graph, again = self.scheduler.books.graph, fresh.books.graph

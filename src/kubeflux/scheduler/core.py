@@ -349,6 +349,7 @@ class KubefluxScheduler:
         if not (conservative or first_blocked):
             return None
         earliest = ceil_time(job.retry_at) if job.retry_at > now else None
+        self.queue.reserving[job] = None  # (the one way a job comes to hold a reservation)
         return self.confiner.attempt(
             job, tick(now), lambda: self.reserver.reserve(job, now, earliest, left_out_too=conservative), reserve=True
         )
@@ -376,8 +377,13 @@ class KubefluxScheduler:
             self._wake_at(job.ready_since + timeout)
 
     def _cancel_reservations(self) -> None:
-        books, defer = self.books, self.profile.keep_reservations
-        for job in self.queue.jobs.values():
+        """Every waiting job's reservation cancelled, in the queue's order (the first kept one may be deferred): only
+        the jobs reserved since the last time can hold one (:attr:`~kubeflux.scheduler.queue.PendingQueue.
+        reserving`)."""
+        books, defer, queue = self.books, self.profile.keep_reservations, self.queue
+        reserved = queue.registered(queue.reserving)
+        queue.reserving = {}
+        for job in reserved:
             books.cancel_reservations(job, defer=defer)
 
     def _timed_out(self, job: PendingJob, now: float) -> str | None:
@@ -448,7 +454,8 @@ class KubefluxScheduler:
         for uid, pod in left:  # beyond minMember: each waits on its own, in its started group, in the group's place
             queued = self.queue.add(uid, pod)
             self.queue.take_place(queued, job)
-            queued.told.update({uid: job.told[uid]} if uid in job.told else {})
+            if uid in job.told:
+                self.queue.tell_start(queued, uid, job.told[uid])
             self.queue.dirty = True
         return None
 
@@ -551,7 +558,7 @@ class KubefluxScheduler:
             if own and uid in own:
                 said = (message, own[uid][1])
             if told.get(uid) != said:
-                told[uid] = said
+                self.queue.tell_start(job, uid, said)
                 out.append(Unschedulable(pod.key, pod.uid, said[0], said[1]))  # (no *said: a native call)
 
     def _forget_stale_starts(self, out: list[Decision]) -> None:
@@ -559,15 +566,21 @@ class KubefluxScheduler:
         not reached this pass) is told again without one, so its annotation never outlives the reservation; also
         one that came with an expected start written before this run (:data:`~kubeflux.scheduler.queue.INHERITED`),
         told why it was not reached."""
-        for job in self.queue.jobs.values():
+        queue = self.queue
+        still: dict[PendingJob, None] = {}
+        for job in queue.registered(queue.starts_told):  # (only these may have told a start)
             told = job.told
-            if job.expected_start is not None or not told:  # (most of a burst: never reached, never told)
+            if job.expected_start is not None:
+                still[job] = None
                 continue
             for uid in [uid for uid, said in told.items() if said[1] is not None and uid in job.pods]:
                 message = told[uid][0] or self._unreached_message(job)
                 told[uid] = (message, None)
                 pod = job.pods[uid]
                 out.append(Unschedulable(pod.key, pod.uid, message, None))
+            if any(said[1] is not None for said in told.values()):  # a pod's, away from the job for now
+                still[job] = None
+        queue.starts_told = still
 
     def _unfit_message(self, job: PendingJob, reasons: Counter[str]) -> str:
         """kube-scheduler's message for a job that does not fit now, with why the nodes did not take it."""
