@@ -219,7 +219,16 @@ def main() -> None:
     parser.add_argument("--repeat", type=at_least(1), default=1, help="--real: runs of the rows, alternated")
     parser.add_argument("--rows", default=",".join(serve_real.ROWS), help="--real: which rows, comma-separated")
     parser.add_argument(
-        "--raw-processes", type=at_least(1), default=4, help="--real: processes of the raw binding client"
+        "--raw-processes",
+        type=at_least(1),
+        default=serve_real.RAW_PROCESSES,
+        help="--real: processes of the raw binding client",
+    )
+    parser.add_argument(
+        "--raw-pipeline",
+        type=at_least(1),
+        default=serve_real.RAW_PIPELINE,
+        help="--real: requests each raw binding process sends before reading their answers (1: one at a time)",
     )
     parser.add_argument(
         "--baseline",
@@ -257,7 +266,8 @@ def main() -> None:
         if args.start_runs:
             serve_real.start_times(args.nodes, args.pods, args.start_runs, args.baseline)
             return
-        serve_real.main(args.nodes, args.pods, args.repeat, rows, args.raw_processes, args.baseline)
+        raw = serve_real.RawClient(args.raw_processes, args.raw_pipeline)
+        serve_real.main(args.nodes, args.pods, args.repeat, rows, raw, args.baseline)
         return
     rows = [run("pods", args.pods, 1, args.nodes, args.config)]
     if args.gangs:

@@ -14,7 +14,9 @@ first seen bound:
   Python and its packages, and that checkout's compiled engine when built), e.g. main's, so that a change and what
   it changes are measured in one run, alternated;
 * ``raw binding``: the limit, ``--raw-processes`` processes each POSTing ``pods/binding`` on one keep-alive HTTPS
-  connection (http.client, a pre-serialised body), pod ``i`` to node ``i mod nodes``: no scheduling, no events.
+  connection, ``--raw-pipeline`` requests back to back before their answers are read (HTTP/1.1 pipelining, through
+  the framing serve's own writes use, :class:`kubeflux.kube.keepalive.Connections`; pre-serialised bodies), pod ``i``
+  to node ``i mod nodes``: no scheduling, no events. It writes as serve's binder does, with nothing else to do.
 
 Definitions, the same for the three rows: *start* is the moment the binder's process is launched (pods already
 created); pods/s is pods over the time from start to the last bind seen; a pod's latency is from start to its bind
@@ -55,6 +57,10 @@ NAMESPACE = "default"
 CREATORS = 4
 NODE_CPU = 64
 SCHEDULER_QPS, SCHEDULER_BURST = 5000, 10000
+RAW_PROCESSES = 8
+RAW_PIPELINE = 32
+"""The raw client's defaults: 8 processes, 32 requests back to back (kubeflux's ``keepalive.PIPELINE``): the fastest of
+the shapes measured on the 2-core machine, 10,000 Bindings (2026-12-02, docs/performance.md)."""
 STALL_SECONDS = 60.0
 """A row whose binds stop for this long has failed."""
 ROWS = ("kube-scheduler", "kubeflux serve", "raw binding")
@@ -84,6 +90,18 @@ class Row:
     def binding_rate(self) -> float:
         """Pods per second from the first bind seen to the last: the rate once the binder has started."""
         return (self.pods - 1) / max(self.seconds - self.first_bind, 1e-9)
+
+
+@dataclass(frozen=True)
+class RawClient:
+    """The raw binding client's shape: ``processes``, each with one connection sending ``pipeline`` requests back to
+    back before reading their answers (1: one request at a time)."""
+
+    processes: int = RAW_PROCESSES
+    pipeline: int = RAW_PIPELINE
+
+    def __str__(self) -> str:
+        return f"{self.processes} processes x 1 keep-alive connection, {self.pipeline} requests pipelined"
 
 
 # ---------------------------------------------------------------------- HTTP
@@ -334,9 +352,9 @@ class Binder:
     """The row's binder process(es): started, read (CPU) and stopped."""
 
     def __init__(
-        self, row: str, plane: ControlPlane, nodes: int, pods: int, raw_processes: int, baseline: Path | None = None
+        self, row: str, plane: ControlPlane, nodes: int, pods: int, raw: RawClient, baseline: Path | None = None
     ) -> None:
-        self.row, self.plane, self.nodes, self.pods, self.raw_processes = row, plane, nodes, pods, raw_processes
+        self.row, self.plane, self.nodes, self.pods, self.raw = row, plane, nodes, pods, raw
         self.baseline = baseline
         self.processes: list[subprocess.Popen[bytes]] = []
         self.profiler: subprocess.Popen[bytes] | None = None
@@ -363,9 +381,9 @@ class Binder:
         else:
             command = [sys.executable, __file__, "--worker", str(plane.ports["kube-apiserver"]), str(plane.ca)]
             command += [str(plane.pki / "admin.crt"), str(plane.pki / "admin.key"), str(self.nodes), str(self.pods)]
+            command += [str(self.raw.processes), str(self.raw.pipeline)]
             self.processes = [
-                subprocess.Popen([*command, str(i), str(self.raw_processes)], stdout=subprocess.PIPE)
-                for i in range(self.raw_processes)
+                subprocess.Popen([*command, str(i)], stdout=subprocess.PIPE) for i in range(self.raw.processes)
             ]
 
     def _profile(self, pid: int) -> None:
@@ -402,20 +420,38 @@ class Binder:
 
 
 def worker(argv: list[str]) -> None:
-    """One raw binding process: binds pods ``index``, ``index + processes`` … on one keep-alive connection; prints
-    its CPU seconds and refusals as JSON."""
-    port, ca, cert, key, nodes, pods, index, processes = argv
-    connection = Connection(int(port), tls(ca, cert, key))
-    errors, first = 0, ""
-    for i in range(int(index), int(pods), int(processes)):
-        body = (
+    """One raw binding process: binds pods ``index``, ``index + processes`` … on one keep-alive connection,
+    ``pipeline`` requests back to back at a time; prints its CPU seconds and refusals as JSON."""
+    import urllib3
+
+    from kubeflux.kube.keepalive import Connections, Reply, Request
+
+    port, ca, cert, key, nodes, pods, processes, pipeline, index = argv
+    pool = urllib3.HTTPSConnectionPool("127.0.0.1", int(port), ca_certs=ca, cert_file=cert, key_file=key)
+    connections = Connections(pool, f"127.0.0.1:{port}", "", urllib3.Timeout(600))
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    requests = [
+        Request(
+            "POST",
+            f"/api/v1/namespaces/{NAMESPACE}/pods/pod-{i}/binding",
+            headers,
             b'{"apiVersion":"v1","kind":"Binding","metadata":{"name":"pod-%d"},'
-            b'"target":{"apiVersion":"v1","kind":"Node","name":"node-%d"}}' % (i, i % int(nodes))
+            b'"target":{"apiVersion":"v1","kind":"Node","name":"node-%d"}}' % (i, i % int(nodes)),
         )
-        status, data = connection.send("POST", f"/api/v1/namespaces/{NAMESPACE}/pods/pod-{i}/binding", body)
-        if status != 201:
-            errors += 1
-            first = first or f"{status} {data[:200]!r}"
+        for i in range(int(index), int(pods), int(processes))
+    ]
+    errors, first = 0, ""
+    step = int(pipeline)
+    for start in range(0, len(requests), step):
+        replies = connections.send_all(requests[start : start + step])
+        assert replies is not None, "the API server did not speak HTTP/1.1"
+        for reply in replies:
+            if not isinstance(reply, Reply) or reply.status != 201:
+                errors += 1
+                first = first or (
+                    repr(reply) if not isinstance(reply, Reply) else f"{reply.status} {reply.data[:200]!r}"
+                )
+    connections.close()
     times = os.times()
     print(json.dumps({"cpu": times.user + times.system, "errors": errors, "first": first}))
 
@@ -423,11 +459,11 @@ def worker(argv: list[str]) -> None:
 # ---------------------------------------------------------------------- one row
 
 
-def run_row(row: str, nodes: int, pods: int, raw_processes: int, folder: Path, baseline: Path | None = None) -> Row:
+def run_row(row: str, nodes: int, pods: int, raw: RawClient, folder: Path, baseline: Path | None = None) -> Row:
     from kubeflux.controlplane import ControlPlane
 
     plane = ControlPlane(folder / row.replace(" ", "-").replace("(", "").replace(")", "")).start()
-    binder = Binder(row, plane, nodes, pods, raw_processes, baseline)
+    binder = Binder(row, plane, nodes, pods, raw, baseline)
     try:
         version = populate(plane, nodes, pods, _SCHEDULER_NAMES.get(row, "kubeflux"))
         watch = BindWatch(plane.ports["kube-apiserver"], _context(plane), version, pods)
@@ -479,11 +515,11 @@ def run_row(row: str, nodes: int, pods: int, raw_processes: int, folder: Path, b
             print(f"{row}: the control plane's files are kept in {plane.folder}", file=sys.stderr)
 
 
-def print_table(rows: list[Row], nodes: int, raw_processes: int) -> None:
+def print_table(rows: list[Row], nodes: int, raw: RawClient) -> None:
     print(
         "Real control plane (etcd + kube-apiserver), "
         f"{nodes:,} nodes x {NODE_CPU} cpu, pods pre-created; {os.cpu_count()} cores; "
-        f"raw binding: {raw_processes} processes x 1 keep-alive connection"
+        f"raw binding: {raw}"
     )
     print(
         "| binder | load | pods | pods/s | first bind | pods/s after it | p50 / p99 (from start) | events done "
@@ -504,13 +540,13 @@ def print_table(rows: list[Row], nodes: int, raw_processes: int) -> None:
         )
 
 
-def main(nodes: int, pods: int, repeat: int, rows: list[str], raw_processes: int, baseline: Path | None = None) -> None:
+def main(nodes: int, pods: int, repeat: int, rows: list[str], raw: RawClient, baseline: Path | None = None) -> None:
     folder = Path(tempfile.mkdtemp(prefix="kubeflux-bench-real-"))
     results: list[Row] = []
     try:
         for turn in range(repeat):
             for row in rows:  # alternated: a b c a b c
-                result = run_row(row, nodes, pods, raw_processes, folder, baseline)
+                result = run_row(row, nodes, pods, raw, folder, baseline)
                 results.append(result)
                 print(
                     f"[{turn + 1}/{repeat}] {row}: {result.rate:,.0f} pods/s, load {result.load:.1f}, "
@@ -518,24 +554,29 @@ def main(nodes: int, pods: int, repeat: int, rows: list[str], raw_processes: int
                     file=sys.stderr,
                 )
     except BaseException:
-        print_table(results, nodes, raw_processes)
+        print_table(results, nodes, raw)
         raise
     shutil.rmtree(folder, ignore_errors=True)
-    print_table(results, nodes, raw_processes)
+    print_table(results, nodes, raw)
     by_row: dict[str, list[float]] = {}
     binding: dict[str, list[float]] = {}
+    events: dict[str, list[float | None]] = {}
     for result in results:
         by_row.setdefault(result.name, []).append(result.rate)
         binding.setdefault(result.name, []).append(result.binding_rate)
+        events.setdefault(result.name, []).append(result.events_done)
     for name in (BASELINE, "kubeflux serve"):
         for turn, serve in enumerate(by_row.get(name, [])):
             ratios = []
             if "kube-scheduler" in by_row and turn < len(by_row["kube-scheduler"]):
                 ratios.append(f"{serve / by_row['kube-scheduler'][turn]:.2f}x kube-scheduler")
+                done, theirs = events[name][turn], events["kube-scheduler"][turn]
+                if done is not None and theirs is not None:  # serve writes its Events after the burst
+                    ratios.append(f"{theirs / done:.2f}x counted to the last Scheduled event written")
             if "raw binding" in by_row and turn < len(by_row["raw binding"]):
                 ratios.append(f"{100 * serve / by_row['raw binding'][turn]:.0f} % of the raw limit")
-                raw = binding["raw binding"][turn]
-                ratios.append(f"{100 * binding[name][turn] / raw:.0f} % of its rate after the first bind")
+                raw_rate = binding["raw binding"][turn]
+                ratios.append(f"{100 * binding[name][turn] / raw_rate:.0f} % of its rate after the first bind")
             if ratios:
                 print(f"run {turn + 1}: {name} at {', '.join(ratios)}")
         summary = target_summary(by_row.get(name, []), by_row.get("kube-scheduler", []), by_row.get("raw binding", []))
@@ -608,7 +649,7 @@ def start_times(nodes: int, pods: int, runs: int, baseline: Path | None) -> None
                 watch = BindWatch(plane.ports["kube-apiserver"], _context(plane), version, 1)
                 watch.start()
                 watch.opened.wait(60)
-                binder = Binder(row, plane, nodes, pods, 0, baseline)
+                binder = Binder(row, plane, nodes, pods, RawClient(), baseline)
                 load = os.getloadavg()[0]
                 start = time.perf_counter()
                 binder.start()
