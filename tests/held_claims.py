@@ -7,11 +7,10 @@ and the real cluster's tests."""
 
 from __future__ import annotations
 
-import queue
 import threading
 from typing import Any
 
-from kubeflux.kube.reflector import RawEvent
+from kubeflux.kube.reflector import EventQueue, RawEvent
 from kubeflux.kube.serve import Serve
 
 __all__ = ["HeldClaims", "claim_key"]
@@ -34,23 +33,26 @@ class HeldClaims:
         self._lock = threading.Lock()
         self._released = False
         (reflector,) = [r for r in serve.reflectors if r.resource.kind == "ResourceClaim"]
-        self.out: queue.Queue[Any] = reflector.out
+        self.out: EventQueue = reflector.out
         reflector.out = self  # type: ignore[assignment]
 
-    def put(self, event: RawEvent, timeout: float | None = None) -> None:
+    def put(self, event: RawEvent, stop: threading.Event) -> bool:
         key = claim_key(event.obj) if event.kind == "ResourceClaim" else ""
         with self._lock:
             if key in self.claims and self.reserved[key].is_set() and not self._released:
                 self.held.append(event)
-                return
-        self.out.put(event, timeout=timeout)
+                return True
+        if not self.out.put(event, stop):
+            return False
         if key in self.claims and (event.obj.get("status") or {}).get("reservedFor"):
             self.reserved[key].set()
+        return True
 
     def release(self) -> None:
         """Deliver the events held, in order, and hold no more."""
         with self._lock:
             self._released = True
             held, self.held = self.held, []
+        never = threading.Event()
         for event in held:
-            self.out.put(event)
+            self.out.put(event, never)

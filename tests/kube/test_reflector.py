@@ -5,11 +5,10 @@ until the server ends it, minutes later)."""
 from __future__ import annotations
 
 import dataclasses
-import queue
 import threading
 from typing import Any
 
-from kubeflux.kube.reflector import SYNCED, RawEvent, Reflector, watched_resources
+from kubeflux.kube.reflector import SYNCED, EventQueue, RawEvent, Reflector, watched_resources
 
 from .conftest import CEILING, Cluster, pod
 
@@ -28,7 +27,7 @@ def test_a_reflector_stopped_while_its_watch_opens_ends(cluster: Cluster) -> Non
                 threading.Event().wait(0.01)
         return pods.call(**query)
 
-    events: queue.Queue[RawEvent] = queue.Queue()
+    events = EventQueue()
     reflector = Reflector(dataclasses.replace(pods, call=call), events, timeout_seconds=300)
     reflector.start()
     taken = [events.get(timeout=CEILING) for _ in range(2)]
@@ -48,7 +47,7 @@ def test_the_objects_a_reflector_delivers_carry_no_managed_fields(cluster: Clust
     created = cluster.create(pod("listed", "1", labels={"app": "a"}))
     assert created["metadata"].get("managedFields")  # the server does record them: the test can fail
     (pods,) = [resource for resource in watched_resources(cluster.api) if resource.kind == "Pod"]
-    events: queue.Queue[RawEvent] = queue.Queue()
+    events = EventQueue()
     reflector = Reflector(pods, events, timeout_seconds=30)
     reflector.start()
     try:
@@ -81,7 +80,7 @@ def test_a_reflector_lists_in_pages_and_misses_no_pod(cluster: Cluster) -> None:
         asked.append(query)
         return pods.call(**query)
 
-    events: queue.Queue[RawEvent] = queue.Queue()
+    events = EventQueue()
     reflector = Reflector(dataclasses.replace(pods, call=call), events, page_size=2, timeout_seconds=30)
     reflector.start()
     try:
@@ -96,3 +95,36 @@ def test_a_reflector_lists_in_pages_and_misses_no_pod(cluster: Cluster) -> None:
     lists = [query for query in asked if not query.get("watch")]
     assert all(query["limit"] == 2 for query in lists)
     assert len([query for query in lists if query.get("_continue")]) == 3  # pages of 2, 2, 2 and 1
+
+
+def test_a_full_queue_holds_the_reflector_back_and_loses_nothing(cluster: Cluster) -> None:
+    """``watch.queueCapacity``: a reflector whose loop is behind waits while the queue holds that many events
+    (memory stays bounded), then delivers the rest in order; stopped while it waits, it ends promptly."""
+    names = [f"p{i}" for i in range(7)]
+    for name in names:
+        cluster.create(pod(name, "1"))
+    (pods,) = [resource for resource in watched_resources(cluster.api) if resource.kind == "Pod"]
+    events = EventQueue(capacity=3)
+    reflector = Reflector(pods, events, timeout_seconds=30)
+    reflector.start()
+    try:
+        deadline = threading.Event()
+        while events.qsize() < 3 and not deadline.wait(0.01):
+            pass
+        deadline.wait(0.3)  # the reflector had time to go past the capacity, were it not held back
+        assert events.qsize() == 3
+        events.offer(RawEvent("Pod", "WAKE", {}))  # the loop's own wake-up is not queued beyond the capacity
+        assert events.qsize() == 3
+        taken = [events.get(timeout=CEILING) for _ in range(len(names) + 1)]
+    finally:
+        reflector.stop()
+    assert [e.type for e in taken] == ["ADDED"] * len(names) + [SYNCED]
+    assert sorted(e.obj["metadata"]["name"] for e in taken[: len(names)]) == names
+
+    held = Reflector(pods, EventQueue(capacity=1), timeout_seconds=30)
+    held.start()
+    while held.out.qsize() < 1:
+        threading.Event().wait(0.01)
+    held.stop()  # waiting on the full queue: it sees the stop
+    held._thread.join(timeout=CEILING)
+    assert not held._thread.is_alive()

@@ -5,11 +5,18 @@ serves the next request."""
 from __future__ import annotations
 
 import dataclasses
-import queue
 import threading
 from collections.abc import Callable
 
-from kubeflux.kube.reflector import SYNCED, RawEvent, Reflector, _connection_reader, _lines, watched_resources
+from kubeflux.kube.reflector import (
+    SYNCED,
+    EventQueue,
+    RawEvent,
+    Reflector,
+    _connection_reader,
+    _lines,
+    watched_resources,
+)
 
 from .conftest import CEILING, Api
 
@@ -45,7 +52,7 @@ def test_a_reflector_on_the_real_api_server_delivers_its_pods_without_managed_fi
     manifest = {"metadata": {"name": "listed", "labels": {"app": "a"}}, "spec": spec}
     assert api.create_pod(namespace, manifest)["metadata"]["managedFields"]  # the server records them: this can fail
     (pods,) = [resource for resource in watched_resources(api.client) if resource.kind == "Pod"]
-    events: queue.Queue[RawEvent] = queue.Queue()
+    events = EventQueue()
     reflector = Reflector(pods, events, timeout_seconds=30)
     reflector.start()
     try:
@@ -62,7 +69,7 @@ def test_a_reflector_on_the_real_api_server_delivers_its_pods_without_managed_fi
         assert meta["labels"] and meta["uid"] and meta["resourceVersion"] and event.obj["spec"]["containers"]
 
 
-def _until(events: queue.Queue[RawEvent], last: Callable[[RawEvent], bool]) -> list[RawEvent]:
+def _until(events: EventQueue, last: Callable[[RawEvent], bool]) -> list[RawEvent]:
     """The events taken up to and with the first ``last`` holds for (the cluster's other pods come too)."""
     taken: list[RawEvent] = []
     while not taken or not last(taken[-1]):
@@ -85,7 +92,7 @@ def test_a_reflector_lists_the_real_api_server_in_pages_and_misses_no_pod(api: A
         asked.append(query)
         return pods.call(**query)
 
-    events: queue.Queue[RawEvent] = queue.Queue()
+    events = EventQueue()
     reflector = Reflector(dataclasses.replace(pods, call=call), events, page_size=2, timeout_seconds=30)
     reflector.start()
     try:

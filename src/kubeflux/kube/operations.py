@@ -18,7 +18,6 @@ collide.
 from __future__ import annotations
 
 import errno
-import queue
 import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -32,7 +31,7 @@ from prometheus_client.registry import Collector
 from kubeflux.apiobjects.queuejobs import QUEUE_PATH
 from kubeflux.kube.binder import Binder
 from kubeflux.kube.binderprocess import BinderProcess
-from kubeflux.kube.reflector import Reflector
+from kubeflux.kube.reflector import EventQueue, Reflector
 from kubeflux.scheduler.core import KubefluxScheduler
 
 __all__ = ["Observed", "OperationsServer", "ServeMetrics", "unreachable"]
@@ -44,7 +43,7 @@ class Observed(Protocol):
     """What the metrics read of a serve (:class:`kubeflux.kube.serve.Serve`)."""
 
     reflectors: list[Reflector]
-    events: queue.Queue[Any]
+    events: EventQueue
     binder: Binder | BinderProcess
     cores: list[KubefluxScheduler]
 

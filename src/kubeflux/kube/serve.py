@@ -31,7 +31,6 @@ wall time), so that pod timestamps and the core agree.
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import logging
 import queue
@@ -58,7 +57,7 @@ from kubeflux.kube.binderprocess import BinderProcess, copied_client
 from kubeflux.kube.claimversions import ClaimVersions
 from kubeflux.kube.config import ServeConfig
 from kubeflux.kube.operations import ServeMetrics
-from kubeflux.kube.reflector import SYNCED, RawEvent, Reflector, Resource, watched_resources
+from kubeflux.kube.reflector import SYNCED, EventQueue, RawEvent, Reflector, Resource, watched_resources
 from kubeflux.scheduler.core import KubefluxScheduler
 from kubeflux.scheduler.decisions import apply_decisions
 from kubeflux.scheduler.interface import (
@@ -185,7 +184,7 @@ class Serve:
         self.shape = config.nodes.shape()
         self.cores: list[KubefluxScheduler] = [profile.build(self.shape) for profile in config.schedulers]
         self._names = {core.name for core in self.cores}
-        self.events: queue.Queue[RawEvent] = queue.Queue(maxsize=config.watch.queue_capacity)
+        self.events = EventQueue(config.watch.queue_capacity)
         self._refused: queue.SimpleQueue[BindOutcome | list[dict[str, Any]]] = queue.SimpleQueue()
         """Binds the cluster refused, and before each Bind's outcome the claims it wrote as the server answered
         (from the binder's threads, each Bind's in order): the loop tells the cores."""
@@ -317,8 +316,7 @@ class Serve:
                 asked.set_result(queue_by_job(self.cores, self.clock(), "serve"))
 
     def _wake(self) -> None:
-        with contextlib.suppress(queue.Full):  # when full, the loop has work already: it will look
-            self.events.put_nowait(_WAKE)
+        self.events.offer(_WAKE)  # when full, the loop has work already: it will look
 
     def _on_refused(self, outcome: BindOutcome) -> None:  # a binder thread
         self.metrics.conflicts.labels(outcome.scheduler).inc()
