@@ -7,14 +7,21 @@ when the engine is compiled, and ``make test`` runs those tests again with ``KUB
 
 Property tests have no deadline (Hypothesis's default fails an example slower than 200 ms): a test never fails
 because the machine was slow, as on a loaded two-core CI machine whose first examples also import and compile.
+
+After every test the empty list that bulk-made leaves share (``kubeflux.resources.graph._NONE``) is still empty:
+a write into one leaf's ``out`` or ``children`` that bypassed :class:`~kubeflux.resources.graph.Graph` would give
+every leaf of every graph in the process that edge, silently.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import settings
 
 import kubeflux.match
+from kubeflux.resources import graph
 
 settings.register_profile("kubeflux", deadline=None)
 settings.load_profile("kubeflux")
@@ -27,3 +34,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.get_closest_marker("pure_engine"):
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _leaves_share_nothing_written() -> Iterator[None]:
+    yield
+    assert not graph._NONE, f"a leaf's shared edge list was written in place: {graph._NONE[:10]}"
