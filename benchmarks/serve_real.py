@@ -427,7 +427,7 @@ def worker(argv: list[str]) -> None:
     from kubeflux.kube.keepalive import Connections, Reply, Request
 
     port, ca, cert, key, nodes, pods, processes, pipeline, index = argv
-    pool = urllib3.HTTPSConnectionPool("127.0.0.1", int(port), ca_certs=ca, cert_file=cert, key_file=key)
+    pool = urllib3.HTTPSConnectionPool("127.0.0.1", int(port), ssl_context=tls(ca, cert, key))
     connections = Connections(pool, f"127.0.0.1:{port}", "", urllib3.Timeout(600))
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
     requests = [
@@ -444,13 +444,14 @@ def worker(argv: list[str]) -> None:
     step = int(pipeline)
     for start in range(0, len(requests), step):
         replies = connections.send_all(requests[start : start + step])
-        assert replies is not None, "the API server did not speak HTTP/1.1"
+        if replies is None:
+            raise RuntimeError("raw binding: the API server chose a protocol other than HTTP/1.1")
         for reply in replies:
-            if not isinstance(reply, Reply) or reply.status != 201:
-                errors += 1
-                first = first or (
-                    repr(reply) if not isinstance(reply, Reply) else f"{reply.status} {reply.data[:200]!r}"
-                )
+            if isinstance(reply, Reply) and reply.status == 201:
+                continue
+            errors += 1
+            if not first:
+                first = f"{reply.status} {reply.data[:200]!r}" if isinstance(reply, Reply) else repr(reply)
     connections.close()
     times = os.times()
     print(json.dumps({"cpu": times.user + times.system, "errors": errors, "first": first}))
