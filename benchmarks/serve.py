@@ -18,7 +18,8 @@ processes share the two cores: the figures are the machine's as much as serve's.
 5,000 nodes of 64 cores and 10,000 pods, three rows in one run: the real kube-scheduler (raised QPS), ``kubeflux
 serve``, and a raw binding client (the API server's limit); see ``benchmarks/serve_real.py`` for the definitions.
 ``--repeat N`` alternates the rows N times; ``--rows`` picks some; ``--baseline DIR`` adds serve run from another
-checkout (e.g. main's), to measure a change against what it changes in one run.
+checkout (e.g. main's), to measure a change against what it changes in one run; ``--pin`` puts the control plane on
+one CPU and each row's binder on the other.
 """
 
 from __future__ import annotations
@@ -237,6 +238,11 @@ def main() -> None:
         help="--real: also a row of serve run from this checkout (e.g. main's worktree), alternated with the others",
     )
     parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="--real: the control plane on one CPU, each row's binder alone on another (as on machines apart)",
+    )
+    parser.add_argument(
         "--start-runs",
         type=at_least(0),
         default=0,
@@ -259,6 +265,10 @@ def main() -> None:
             if serve_real.BASELINE not in rows:  # just before serve's row
                 where = rows.index("kubeflux serve") if "kubeflux serve" in rows else len(rows)
                 rows.insert(where, serve_real.BASELINE)
+        try:
+            pinning = serve_real.Pinning.split() if args.pin else None
+        except ValueError as exc:
+            parser.error(str(exc))
         # every tree serve runs from byte-compiled alike: one never imported yet (a fresh checkout, with
         # PYTHONDONTWRITEBYTECODE set) compiles its modules at each launch and starts later for that alone
         for tree in [Path(kubeflux.__file__).parents[1], *([args.baseline / "src"] if args.baseline else [])]:
@@ -267,7 +277,7 @@ def main() -> None:
             serve_real.start_times(args.nodes, args.pods, args.start_runs, args.baseline)
             return
         raw = serve_real.RawClient(args.raw_processes, args.raw_pipeline)
-        serve_real.main(args.nodes, args.pods, args.repeat, rows, raw, args.baseline)
+        serve_real.main(args.nodes, args.pods, args.repeat, rows, raw, args.baseline, pinning)
         return
     rows = [run("pods", args.pods, 1, args.nodes, args.config)]
     if args.gangs:

@@ -25,12 +25,19 @@ rate from there to the last bind (the binder's pace once started, its start left
 ``/proc/PID/stat`` at the last bind: the binder's since its launch (serve's with its binder process's), the API
 server's and etcd's since start; serve's again when its Events are all written (they wait for the end of the burst:
 the CPU a pod costs serve is that figure over the pods).
+*Machine CPU a pod*: the row's CPU at its last bind (the binder's, the API server's, etcd's and this script's
+watch) over the pods: every row is CPU-bound on a 2-core machine, so the rates of two rows stand about in the inverse
+ratio of these figures.
+``--pin``: the control plane (etcd, kube-apiserver) and this script on one CPU, the row's binder (kube-scheduler,
+serve with its binder process, the raw workers) alone on another, as when the scheduler runs on its own machine:
+the binder's CPU is no longer taken from the API server's.
 *Events done*: when the namespace holds one Event per pod (the ``Scheduled`` events; polled after the last bind).
 Every client is the cluster's admin (``system:masters``: exempt from API Priority and Fairness), the same for all.
 """
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -43,7 +50,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -90,6 +97,51 @@ class Row:
     def binding_rate(self) -> float:
         """Pods per second from the first bind seen to the last: the rate once the binder has started."""
         return (self.pods - 1) / max(self.seconds - self.first_bind, 1e-9)
+
+
+@dataclass(frozen=True)
+class Pinning:
+    """``--pin``: the CPUs of the control plane (and this script) and those of the row's binder, apart."""
+
+    control: frozenset[int]
+    binder: frozenset[int]
+
+    @staticmethod
+    def split() -> Pinning:
+        """The first CPU this process may use for the control plane, the second for the binder."""
+        cpus = sorted(os.sched_getaffinity(0))
+        if len(cpus) < 2:
+            raise ValueError(f"--pin needs two CPUs, this process may use {len(cpus)}")
+        return Pinning(frozenset(cpus[:1]), frozenset(cpus[1:2]))
+
+    def __str__(self) -> str:
+        return f"pinned: control plane on CPU {_cpus(self.control)}, binder on CPU {_cpus(self.binder)}"
+
+
+def _cpus(cpus: frozenset[int]) -> str:
+    return ",".join(map(str, sorted(cpus)))
+
+
+def pin(pid: int, cpus: frozenset[int]) -> None:
+    """Every thread of process ``pid`` onto ``cpus`` (a thread made later takes its maker's)."""
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(ProcessLookupError, FileNotFoundError):  # a thread that has just ended
+            os.sched_setaffinity(int(task.name), cpus)
+
+
+@contextlib.contextmanager
+def launched_on(cpus: frozenset[int] | None) -> Iterator[None]:
+    """The processes started inside run on ``cpus`` (a child takes the mask of the thread that starts it); None:
+    as this thread."""
+    if cpus is None:
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, cpus)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
 
 
 @dataclass(frozen=True)
@@ -460,12 +512,27 @@ def worker(argv: list[str]) -> None:
 # ---------------------------------------------------------------------- one row
 
 
-def run_row(row: str, nodes: int, pods: int, raw: RawClient, folder: Path, baseline: Path | None = None) -> Row:
+def run_row(
+    row: str,
+    nodes: int,
+    pods: int,
+    raw: RawClient,
+    folder: Path,
+    baseline: Path | None = None,
+    pinning: Pinning | None = None,
+) -> Row:
     from kubeflux.controlplane import ControlPlane
 
+    mine = os.sched_getaffinity(0)
     plane = ControlPlane(folder / row.replace(" ", "-").replace("(", "").replace(")", "")).start()
     binder = Binder(row, plane, nodes, pods, raw, baseline)
     try:
+        if pinning is not None:
+            for component in ("etcd", "kube-apiserver"):
+                process = plane.components[component].process
+                assert process is not None
+                pin(process.pid, pinning.control)
+            pin(os.getpid(), pinning.control)
         version = populate(plane, nodes, pods, _SCHEDULER_NAMES.get(row, "kubeflux"))
         watch = BindWatch(plane.ports["kube-apiserver"], _context(plane), version, pods)
         watch.start()
@@ -474,9 +541,18 @@ def run_row(row: str, nodes: int, pods: int, raw: RawClient, folder: Path, basel
         assert apiserver is not None and etcd is not None
         load = os.getloadavg()[0]
         before = {"kube-apiserver": cpu_seconds(apiserver.pid), "etcd": cpu_seconds(etcd.pid)}
-        mine = time.process_time()
+        mine_cpu = time.process_time()
         start = time.perf_counter()
-        binder.start()
+        with launched_on(pinning.binder if pinning is not None else None):
+            binder.start()
+        if pinning is not None:  # what the kernel holds, not what was asked
+            placed = {
+                "the binder": (binder.processes[0].pid, pinning.binder),
+                "kube-apiserver": (apiserver.pid, pinning.control),
+            }
+            for what, (pid, cpus) in placed.items():
+                if os.sched_getaffinity(pid) != cpus:
+                    raise RuntimeError(f"{what} runs on CPUs {sorted(os.sched_getaffinity(pid))}, not {sorted(cpus)}")
         seen = -1
         while not watch.done.wait(STALL_SECONDS) and len(watch.bound) > seen:  # a stall of a minute is a failure
             seen = len(watch.bound)
@@ -486,7 +562,7 @@ def run_row(row: str, nodes: int, pods: int, raw: RawClient, folder: Path, basel
             "binder": binder.cpu(),
             "kube-apiserver": cpu_seconds(apiserver.pid) - before["kube-apiserver"],
             "etcd": cpu_seconds(etcd.pid) - before["etcd"],
-            "watch": time.process_time() - mine,
+            "watch": time.process_time() - mine_cpu,
         }
         times = sorted(seen - start for seen, _ in watch.bound.values())
         per_node = Counter(where for _, where in watch.bound.values())
@@ -510,23 +586,30 @@ def run_row(row: str, nodes: int, pods: int, raw: RawClient, folder: Path, basel
     finally:
         binder.stop()
         plane.stop()
+        pin(os.getpid(), frozenset(mine))
         if sys.exc_info()[0] is None:
             shutil.rmtree(plane.folder, ignore_errors=True)
         else:
             print(f"{row}: the control plane's files are kept in {plane.folder}", file=sys.stderr)
 
 
-def print_table(rows: list[Row], nodes: int, raw: RawClient) -> None:
+def machine_cpu(row: Row) -> float:
+    """The row's CPU ms a pod at its last bind: the binder's, the API server's, etcd's and the watch's."""
+    cpu = row.cpu
+    return 1000 * (cpu["binder"] + cpu["kube-apiserver"] + cpu["etcd"] + cpu["watch"]) / row.pods
+
+
+def print_table(rows: list[Row], nodes: int, raw: RawClient, pinning: Pinning | None = None) -> None:
     print(
         "Real control plane (etcd + kube-apiserver), "
-        f"{nodes:,} nodes x {NODE_CPU} cpu, pods pre-created; {os.cpu_count()} cores; "
-        f"raw binding: {raw}"
+        f"{nodes:,} nodes x {NODE_CPU} cpu, pods pre-created; {os.cpu_count()} cores"
+        f"{'; ' + str(pinning) if pinning is not None else ''}; raw binding: {raw}"
     )
     print(
         "| binder | load | pods | pods/s | first bind | pods/s after it | p50 / p99 (from start) | events done "
-        "| CPU s: binder / apiserver / etcd | binder's CPU ms a pod (events done) | nodes used |"
+        "| CPU s: binder / apiserver / etcd | binder's CPU ms a pod (events done) | machine CPU ms a pod | nodes used |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for row in rows:
         cpu = row.cpu
         events = "—" if row.events_done is None else f"{row.events_done:.1f} s"
@@ -537,17 +620,25 @@ def print_table(rows: list[Row], nodes: int, raw: RawClient) -> None:
             f"| {row.name} | {row.load:.1f} | {row.pods:,} | {row.rate:,.0f} | {row.first_bind:.2f} s "
             f"| {row.binding_rate:,.0f} | {row.p50:.1f} / {row.p99:.1f} s | {events} "
             f"| {cpu['binder']:.1f} / {cpu['kube-apiserver']:.1f} / {cpu['etcd']:.1f} | {per_pod} "
-            f"| {row.nodes_used:,} |"
+            f"| {machine_cpu(row):.2f} | {row.nodes_used:,} |"
         )
 
 
-def main(nodes: int, pods: int, repeat: int, rows: list[str], raw: RawClient, baseline: Path | None = None) -> None:
+def main(
+    nodes: int,
+    pods: int,
+    repeat: int,
+    rows: list[str],
+    raw: RawClient,
+    baseline: Path | None = None,
+    pinning: Pinning | None = None,
+) -> None:
     folder = Path(tempfile.mkdtemp(prefix="kubeflux-bench-real-"))
     results: list[Row] = []
     try:
         for turn in range(repeat):
             for row in rows:  # alternated: a b c a b c
-                result = run_row(row, nodes, pods, raw, folder, baseline)
+                result = run_row(row, nodes, pods, raw, folder, baseline, pinning)
                 results.append(result)
                 print(
                     f"[{turn + 1}/{repeat}] {row}: {result.rate:,.0f} pods/s, load {result.load:.1f}, "
@@ -555,14 +646,16 @@ def main(nodes: int, pods: int, repeat: int, rows: list[str], raw: RawClient, ba
                     file=sys.stderr,
                 )
     except BaseException:
-        print_table(results, nodes, raw)
+        print_table(results, nodes, raw, pinning)
         raise
     shutil.rmtree(folder, ignore_errors=True)
-    print_table(results, nodes, raw)
+    print_table(results, nodes, raw, pinning)
     by_row: dict[str, list[float]] = {}
     binding: dict[str, list[float]] = {}
     events: dict[str, list[float | None]] = {}
+    machine: dict[str, list[float]] = {}
     for result in results:
+        machine.setdefault(result.name, []).append(machine_cpu(result))
         by_row.setdefault(result.name, []).append(result.rate)
         binding.setdefault(result.name, []).append(result.binding_rate)
         events.setdefault(result.name, []).append(result.events_done)
@@ -578,6 +671,7 @@ def main(nodes: int, pods: int, repeat: int, rows: list[str], raw: RawClient, ba
                 ratios.append(f"{100 * serve / by_row['raw binding'][turn]:.0f} % of the raw limit")
                 raw_rate = binding["raw binding"][turn]
                 ratios.append(f"{100 * binding[name][turn] / raw_rate:.0f} % of its rate after the first bind")
+                ratios.append(f"{machine[name][turn] / machine['raw binding'][turn]:.2f}x its machine CPU a pod")
             if ratios:
                 print(f"run {turn + 1}: {name} at {', '.join(ratios)}")
         summary = target_summary(by_row.get(name, []), by_row.get("kube-scheduler", []), by_row.get("raw binding", []))

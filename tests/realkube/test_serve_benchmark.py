@@ -1,0 +1,50 @@
+"""``benchmarks/serve.py --real`` runs on a fresh checkout: serve and the raw binding client on small real control
+planes, pinned apart (``--pin``), each row's table line with its machine CPU a pod, and the run's ratios."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kubeflux.controlplane import Binaries
+
+BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "serve.py"
+
+
+def test_the_real_benchmark_pinned_prints_each_row_and_the_ratios(binaries: Binaries) -> None:
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("--pin needs two CPUs")
+    argv = [sys.executable, str(BENCHMARK), "--real", "--pin", "--nodes", "4", "--pods", "24"]
+    argv += ["--rows", "kubeflux serve,raw binding", "--raw-processes", "2", "--raw-pipeline", "4"]
+    env = {**os.environ, "KUBEFLUX_KUBE_DIR": str(binaries.folder)}
+    run = subprocess.run(argv, capture_output=True, text=True, timeout=600, env=env, check=False)
+    assert run.returncode == 0, run.stderr[-3000:]
+    lines = run.stdout.splitlines()
+    assert "pinned: control plane on CPU" in lines[0]
+    assert "machine CPU ms a pod" in lines[1]
+    rows = {
+        line.split("|")[1].strip(): line for line in lines if line.startswith("| kubeflux") or "raw binding |" in line
+    }
+    assert set(rows) == {"kubeflux serve", "raw binding"}, run.stdout
+    for line in rows.values():
+        cells = [cell.strip() for cell in line.strip("|").split("|")]
+        assert cells[2] == "24"  # every pod bound
+        assert float(cells[-2]) > 0  # the machine CPU a pod
+    assert any(line.startswith("run 1: kubeflux serve at") and "x its machine CPU a pod" in line for line in lines)
+
+
+def test_pin_is_refused_with_one_cpu() -> None:
+    """On one CPU there is nothing to pin apart: said before any control plane starts."""
+    code = "import os; os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}); import runpy, sys; "
+    code += (
+        f"sys.argv = [{str(BENCHMARK)!r}, '--real', '--pin']; runpy.run_path({str(BENCHMARK)!r}, run_name='__main__')"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False, cwd=BENCHMARK.parent
+    )
+    assert run.returncode == 2, run.stderr[-2000:]
+    assert "--pin needs two CPUs" in run.stderr
