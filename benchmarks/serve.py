@@ -240,7 +240,7 @@ def main() -> None:
     parser.add_argument(
         "--pin",
         action="store_true",
-        help="--real: the control plane on one CPU, each row's binder alone on another (as on machines apart)",
+        help="--real: the control plane on one CPU, each row's binder on another",
     )
     parser.add_argument(
         "--start-runs",
@@ -265,6 +265,8 @@ def main() -> None:
             if serve_real.BASELINE not in rows:  # just before serve's row
                 where = rows.index("kubeflux serve") if "kubeflux serve" in rows else len(rows)
                 rows.insert(where, serve_real.BASELINE)
+        if args.pin and args.start_runs:
+            parser.error("--pin: not with --start-runs (serve's start alone runs unpinned)")
         try:
             pinning = serve_real.Pinning.split() if args.pin else None
         except ValueError as exc:

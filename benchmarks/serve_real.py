@@ -25,12 +25,13 @@ rate from there to the last bind (the binder's pace once started, its start left
 ``/proc/PID/stat`` at the last bind: the binder's since its launch (serve's with its binder process's), the API
 server's and etcd's since start; serve's again when its Events are all written (they wait for the end of the burst:
 the CPU a pod costs serve is that figure over the pods).
-*Machine CPU a pod*: the row's CPU at its last bind (the binder's, the API server's, etcd's and this script's
-watch) over the pods: every row is CPU-bound on a 2-core machine, so the rates of two rows stand about in the inverse
-ratio of these figures.
+*The row's CPU a pod*: its CPU at its last bind (the binder's, and the control plane's: the API server's, etcd's
+and this script's watch) over the pods. Other processes of the machine are not in it, nor what a row does after its
+last bind (serve's ``Scheduled`` events; kube-scheduler writes its own while it binds, inside the figure).
 ``--pin``: the control plane (etcd, kube-apiserver) and this script on one CPU, the row's binder (kube-scheduler,
-serve with its binder process, the raw workers) alone on another, as when the scheduler runs on its own machine:
-the binder's CPU is no longer taken from the API server's.
+serve with its binder process, the raw workers) on another, each process pinned from its start (a Go runtime then
+sizes itself to its one CPU); every thread of them is checked at the last bind. One CPU each, not machines apart:
+other load shares them, and on a VM two CPUs may be one core's two threads.
 *Events done*: when the namespace holds one Event per pod (the ``Scheduled`` events; polled after the last bind).
 Every client is the cluster's admin (``system:masters``: exempt from API Priority and Fairness), the same for all.
 """
@@ -51,6 +52,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -122,17 +124,41 @@ def _cpus(cpus: frozenset[int]) -> str:
     return ",".join(map(str, sorted(cpus)))
 
 
-def pin(pid: int, cpus: frozenset[int]) -> None:
+def family(pid: int) -> list[int]:
+    """Process ``pid`` and its living descendants (serve's binder process, multiprocessing's helper)."""
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):  # (one that has just ended)
+            for task in Path(f"/proc/{current}/task").iterdir():
+                todo += [int(child) for child in (task / "children").read_text().split()]
+    return found
+
+
+def strays(pid: int, cpus: AbstractSet[int], *, descendants: bool = True) -> list[str]:
+    """The threads of process ``pid`` (and of its descendants) that may run elsewhere than on ``cpus``."""
+    out = []
+    for member in family(pid) if descendants else [pid]:
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+            for task in Path(f"/proc/{member}/task").iterdir():
+                allowed = os.sched_getaffinity(int(task.name))
+                if allowed != cpus:
+                    out.append(f"thread {task.name} of process {member} on CPUs {sorted(allowed)}")
+    return out
+
+
+def pin(pid: int, cpus: AbstractSet[int]) -> None:
     """Every thread of process ``pid`` onto ``cpus`` (a thread made later takes its maker's)."""
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        with contextlib.suppress(ProcessLookupError, FileNotFoundError):  # a thread that has just ended
+    with contextlib.suppress(FileNotFoundError, ProcessLookupError):  # (a thread, or the process, just ended)
+        for task in Path(f"/proc/{pid}/task").iterdir():
             os.sched_setaffinity(int(task.name), cpus)
 
 
 @contextlib.contextmanager
-def launched_on(cpus: frozenset[int] | None) -> Iterator[None]:
+def launched_on(cpus: AbstractSet[int] | None) -> Iterator[None]:
     """The processes started inside run on ``cpus`` (a child takes the mask of the thread that starts it); None:
-    as this thread."""
+    as this thread. Only for launches that return at once: whatever else this thread does inside runs there too."""
     if cpus is None:
         yield
         return
@@ -309,11 +335,8 @@ def cpu_seconds(pid: int) -> float:
 
 
 def tree_cpu_seconds(pid: int) -> float:
-    """CPU seconds of process ``pid`` and of its living children (serve's binder process) so far."""
-    children = [
-        int(child) for task in Path(f"/proc/{pid}/task").iterdir() for child in (task / "children").read_text().split()
-    ]
-    return cpu_seconds(pid) + sum(cpu_seconds(child) for child in children)
+    """CPU seconds of process ``pid`` and of its living descendants (serve's binder process) so far."""
+    return sum(cpu_seconds(member) for member in family(pid))
 
 
 class BindWatch(threading.Thread):
@@ -404,10 +427,19 @@ class Binder:
     """The row's binder process(es): started, read (CPU) and stopped."""
 
     def __init__(
-        self, row: str, plane: ControlPlane, nodes: int, pods: int, raw: RawClient, baseline: Path | None = None
+        self,
+        row: str,
+        plane: ControlPlane,
+        nodes: int,
+        pods: int,
+        raw: RawClient,
+        baseline: Path | None = None,
+        cpus: frozenset[int] | None = None,
     ) -> None:
+        """``cpus``: where serve and the raw workers run (kube-scheduler's: the plane's ``cpus``)."""
         self.row, self.plane, self.nodes, self.pods, self.raw = row, plane, nodes, pods, raw
         self.baseline = baseline
+        self.cpus = cpus
         self.processes: list[subprocess.Popen[bytes]] = []
         self.profiler: subprocess.Popen[bytes] | None = None
 
@@ -426,17 +458,19 @@ class Binder:
             if self.row == BASELINE and self.baseline is not None:  # this Python and packages: only kubeflux differs
                 env, cwd = {**os.environ, "PYTHONPATH": str(self.baseline / "src")}, self.baseline
             command = [sys.executable, "-m", "kubeflux.cli", "serve", "--kubeconfig", str(plane.kubeconfig)]
-            self.processes = [
-                subprocess.Popen([*command, "--config", str(config)], stdout=log, stderr=log, env=env, cwd=cwd)
-            ]
+            with launched_on(self.cpus):
+                self.processes = [
+                    subprocess.Popen([*command, "--config", str(config)], stdout=log, stderr=log, env=env, cwd=cwd)
+                ]
             self._profile(self.processes[0].pid)
         else:
             command = [sys.executable, __file__, "--worker", str(plane.ports["kube-apiserver"]), str(plane.ca)]
             command += [str(plane.pki / "admin.crt"), str(plane.pki / "admin.key"), str(self.nodes), str(self.pods)]
             command += [str(self.raw.processes), str(self.raw.pipeline)]
-            self.processes = [
-                subprocess.Popen([*command, str(i)], stdout=subprocess.PIPE) for i in range(self.raw.processes)
-            ]
+            with launched_on(self.cpus):
+                self.processes = [
+                    subprocess.Popen([*command, str(i)], stdout=subprocess.PIPE) for i in range(self.raw.processes)
+                ]
 
     def _profile(self, pid: int) -> None:
         if os.environ.get("KUBEFLUX_PROFILE"):  # py-spy on serve: where its time goes
@@ -523,16 +557,16 @@ def run_row(
 ) -> Row:
     from kubeflux.controlplane import ControlPlane
 
-    mine = os.sched_getaffinity(0)
-    plane = ControlPlane(folder / row.replace(" ", "-").replace("(", "").replace(")", "")).start()
-    binder = Binder(row, plane, nodes, pods, raw, baseline)
+    script_cpus = os.sched_getaffinity(0)
+    cpus: dict[str, frozenset[int]] = {}
+    if pinning is not None:  # the plane's processes are pinned from their start (as is kube-scheduler, when started)
+        cpus = {"etcd": pinning.control, "kube-apiserver": pinning.control, "kube-scheduler": pinning.binder}
+        pin(os.getpid(), pinning.control)  # this script, its watch and its populating threads with the plane
+    name = row.replace(" ", "-").replace("(", "").replace(")", "")
+    plane = ControlPlane(folder / name, cpus=cpus)
+    binder = Binder(row, plane, nodes, pods, raw, baseline, pinning.binder if pinning is not None else None)
     try:
-        if pinning is not None:
-            for component in ("etcd", "kube-apiserver"):
-                process = plane.components[component].process
-                assert process is not None
-                pin(process.pid, pinning.control)
-            pin(os.getpid(), pinning.control)
+        plane.start()
         version = populate(plane, nodes, pods, _SCHEDULER_NAMES.get(row, "kubeflux"))
         watch = BindWatch(plane.ports["kube-apiserver"], _context(plane), version, pods)
         watch.start()
@@ -541,29 +575,27 @@ def run_row(
         assert apiserver is not None and etcd is not None
         load = os.getloadavg()[0]
         before = {"kube-apiserver": cpu_seconds(apiserver.pid), "etcd": cpu_seconds(etcd.pid)}
-        mine_cpu = time.process_time()
+        script_cpu_before = time.process_time()
         start = time.perf_counter()
-        with launched_on(pinning.binder if pinning is not None else None):
-            binder.start()
-        if pinning is not None:  # what the kernel holds, not what was asked
-            placed = {
-                "the binder": (binder.processes[0].pid, pinning.binder),
-                "kube-apiserver": (apiserver.pid, pinning.control),
-            }
-            for what, (pid, cpus) in placed.items():
-                if os.sched_getaffinity(pid) != cpus:
-                    raise RuntimeError(f"{what} runs on CPUs {sorted(os.sched_getaffinity(pid))}, not {sorted(cpus)}")
+        binder.start()
         seen = -1
         while not watch.done.wait(STALL_SECONDS) and len(watch.bound) > seen:  # a stall of a minute is a failure
             seen = len(watch.bound)
         if not watch.done.is_set() or watch.error is not None:
             raise RuntimeError(f"{row}: {len(watch.bound)} of {pods} pods seen bound: {watch.error}; {plane.folder}")
-        cpu = {
-            "binder": binder.cpu(),
+        cpu = {  # (the binder's last: the raw workers' is read when they have exited)
             "kube-apiserver": cpu_seconds(apiserver.pid) - before["kube-apiserver"],
             "etcd": cpu_seconds(etcd.pid) - before["etcd"],
-            "watch": time.process_time() - mine_cpu,
+            "watch": time.process_time() - script_cpu_before,
         }
+        if pinning is not None:  # every thread, as the kernel holds it at the last bind
+            wrong = [*strays(apiserver.pid, pinning.control), *strays(etcd.pid, pinning.control)]
+            wrong += strays(os.getpid(), pinning.control, descendants=False)  # (the plane and binders are its children)
+            for process in binder.processes:
+                wrong += strays(process.pid, pinning.binder)
+            if wrong:
+                raise RuntimeError(f"{row}: not pinned: {'; '.join(wrong[:5])} ({len(wrong)} threads)")
+        cpu["binder"] = binder.cpu()
         times = sorted(seen - start for seen, _ in watch.bound.values())
         per_node = Counter(where for _, where in watch.bound.values())
         if max(per_node.values()) > NODE_CPU:
@@ -584,19 +616,25 @@ def run_row(
             load,
         )
     finally:
+        if pinning is not None:
+            pin(os.getpid(), script_cpus)
         binder.stop()
         plane.stop()
-        pin(os.getpid(), frozenset(mine))
         if sys.exc_info()[0] is None:
             shutil.rmtree(plane.folder, ignore_errors=True)
         else:
             print(f"{row}: the control plane's files are kept in {plane.folder}", file=sys.stderr)
 
 
-def machine_cpu(row: Row) -> float:
-    """The row's CPU ms a pod at its last bind: the binder's, the API server's, etcd's and the watch's."""
+def control_cpu(row: Row) -> float:
+    """The control plane's CPU ms a pod in the row, at its last bind: the API server's, etcd's and the watch's."""
     cpu = row.cpu
-    return 1000 * (cpu["binder"] + cpu["kube-apiserver"] + cpu["etcd"] + cpu["watch"]) / row.pods
+    return 1000 * (cpu["kube-apiserver"] + cpu["etcd"] + cpu["watch"]) / row.pods
+
+
+def row_cpu(row: Row) -> float:
+    """The row's CPU ms a pod at its last bind: its binder's and the control plane's."""
+    return 1000 * row.cpu["binder"] / row.pods + control_cpu(row)
 
 
 def print_table(rows: list[Row], nodes: int, raw: RawClient, pinning: Pinning | None = None) -> None:
@@ -607,7 +645,8 @@ def print_table(rows: list[Row], nodes: int, raw: RawClient, pinning: Pinning | 
     )
     print(
         "| binder | load | pods | pods/s | first bind | pods/s after it | p50 / p99 (from start) | events done "
-        "| CPU s: binder / apiserver / etcd | binder's CPU ms a pod (events done) | machine CPU ms a pod | nodes used |"
+        "| CPU s: binder / apiserver / etcd | binder's CPU ms a pod (events done) | row's CPU ms a pod (+ plane's) "
+        "| nodes used |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for row in rows:
@@ -620,7 +659,7 @@ def print_table(rows: list[Row], nodes: int, raw: RawClient, pinning: Pinning | 
             f"| {row.name} | {row.load:.1f} | {row.pods:,} | {row.rate:,.0f} | {row.first_bind:.2f} s "
             f"| {row.binding_rate:,.0f} | {row.p50:.1f} / {row.p99:.1f} s | {events} "
             f"| {cpu['binder']:.1f} / {cpu['kube-apiserver']:.1f} / {cpu['etcd']:.1f} | {per_pod} "
-            f"| {machine_cpu(row):.2f} | {row.nodes_used:,} |"
+            f"| {row_cpu(row):.2f} (+ {control_cpu(row):.2f}) | {row.nodes_used:,} |"
         )
 
 
@@ -653,9 +692,9 @@ def main(
     by_row: dict[str, list[float]] = {}
     binding: dict[str, list[float]] = {}
     events: dict[str, list[float | None]] = {}
-    machine: dict[str, list[float]] = {}
+    row_cpus: dict[str, list[float]] = {}
     for result in results:
-        machine.setdefault(result.name, []).append(machine_cpu(result))
+        row_cpus.setdefault(result.name, []).append(row_cpu(result))
         by_row.setdefault(result.name, []).append(result.rate)
         binding.setdefault(result.name, []).append(result.binding_rate)
         events.setdefault(result.name, []).append(result.events_done)
@@ -671,7 +710,9 @@ def main(
                 ratios.append(f"{100 * serve / by_row['raw binding'][turn]:.0f} % of the raw limit")
                 raw_rate = binding["raw binding"][turn]
                 ratios.append(f"{100 * binding[name][turn] / raw_rate:.0f} % of its rate after the first bind")
-                ratios.append(f"{machine[name][turn] / machine['raw binding'][turn]:.2f}x its machine CPU a pod")
+                if pinning is None:  # (pinned, the busier CPU sets the pace, not the sum)
+                    ratio = row_cpus[name][turn] / row_cpus["raw binding"][turn]
+                    ratios.append(f"its row's CPU a pod {ratio:.2f}x the raw row's")
             if ratios:
                 print(f"run {turn + 1}: {name} at {', '.join(ratios)}")
         summary = target_summary(by_row.get(name, []), by_row.get("kube-scheduler", []), by_row.get("raw binding", []))

@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import json
+import os
 import random
 import shutil
 import signal
@@ -83,18 +84,27 @@ def _die_with_parent() -> None:  # runs in the child between fork and exec
 
 @dataclass
 class Component:
-    """One running binary of the control plane."""
+    """One running binary of the control plane; ``cpus``: the CPUs it may run on (None: any), set in the child
+    before the binary starts, so that every thread it makes has them (and a Go runtime sizes itself to them)."""
 
     name: str
     argv: list[str]
     log: Path
     process: subprocess.Popen[bytes] | None = None
+    cpus: frozenset[int] | None = None
 
     def start(self) -> None:
         self.log.parent.mkdir(parents=True, exist_ok=True)
+        cpus = self.cpus
+
+        def prepare() -> None:  # runs in the child between fork and exec
+            _die_with_parent()
+            if cpus is not None:
+                os.sched_setaffinity(0, cpus)
+
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(
-                self.argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent
+                self.argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, preexec_fn=prepare
             )
 
     @property
@@ -127,13 +137,15 @@ class Component:
 @dataclass
 class ControlPlane:
     """See the module docstring. ``feature_gates`` go to every Kubernetes component, ``runtime_config`` to the API
-    server (e.g. ``{"scheduling.k8s.io/v1alpha2": "true"}``), ``apiserver_args`` after the harness's own flags."""
+    server (e.g. ``{"scheduling.k8s.io/v1alpha2": "true"}``), ``apiserver_args`` after the harness's own flags;
+    ``cpus``: component name → the CPUs it runs on (e.g. a benchmark keeping kube-scheduler off the API server's)."""
 
     folder: Path
     binaries: Binaries | None = None
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
     runtime_config: Mapping[str, str] = field(default_factory=dict)
     apiserver_args: Sequence[str] = ()
+    cpus: Mapping[str, frozenset[int]] = field(default_factory=dict)
     components: dict[str, Component] = field(default_factory=dict)
     ports: dict[str, int] = field(default_factory=dict)
 
@@ -235,7 +247,7 @@ class ControlPlane:
         self.components[name].stop(signal.SIGKILL)
 
     def run_component(self, name: str, argv: list[str], ready: Callable[[], bool]) -> Component:
-        component = Component(name, argv, self.folder / "logs" / f"{name}.log")
+        component = Component(name, argv, self.folder / "logs" / f"{name}.log", cpus=self.cpus.get(name))
         with self._lock:
             old = self.components.get(name)
             if old is not None and old.running:
