@@ -194,6 +194,20 @@ def test_a_one_node_request_on_a_wide_root_stops_at_the_first_node_that_qualifie
     assert visit.call_count < 100
 
 
+def test_the_prime_keeps_no_node_s_list_of_leaves_and_a_match_makes_those_it_descends_into() -> None:
+    """Under a packing policy a match descends into few nodes: the prime keeps only the child lists of vertices
+    with children below (here the root's), and each match adds the lists of the nodes it went into."""
+    engine = Engine(build_graph([NodeSpec(f"n{i}", cores=4) for i in range(2_000)]), policy="lonode")
+    view, nodes = engine.schedule.view, engine.graph.by_type["node"]
+    assert not set(view._kids) & set(nodes)
+    spec = _jobspecs(False)[0]
+    for step in range(6):  # one-core pods: four fill a node
+        assert engine.match(MatchOp.ALLOCATE, spec, now=step).matched
+    listed = set(view._kids) & set(nodes)
+    assert nodes[0] in listed and nodes[1] in listed
+    assert len(listed) < 100
+
+
 @pytest.mark.parametrize("width", [1, 6, 7, 8, 20, 21, 100, 1500])
 @pytest.mark.parametrize("backwards", [False, True])
 def test_allowed_positions_in_runs_are_those_a_plain_scan_gives(width: int, backwards: bool) -> None:
