@@ -562,8 +562,7 @@ def run_row(
     if pinning is not None:  # the plane's processes are pinned from their start (as is kube-scheduler, when started)
         cpus = {"etcd": pinning.control, "kube-apiserver": pinning.control, "kube-scheduler": pinning.binder}
         pin(os.getpid(), pinning.control)  # this script, its watch and its populating threads with the plane
-    name = row.replace(" ", "-").replace("(", "").replace(")", "")
-    plane = ControlPlane(folder / name, cpus=cpus)
+    plane = ControlPlane(folder / row.replace(" ", "-").replace("(", "").replace(")", ""), cpus=cpus)
     binder = Binder(row, plane, nodes, pods, raw, baseline, pinning.binder if pinning is not None else None)
     try:
         plane.start()
@@ -645,8 +644,8 @@ def print_table(rows: list[Row], nodes: int, raw: RawClient, pinning: Pinning | 
     )
     print(
         "| binder | load | pods | pods/s | first bind | pods/s after it | p50 / p99 (from start) | events done "
-        "| CPU s: binder / apiserver / etcd | binder's CPU ms a pod (events done) | row's CPU ms a pod (+ plane's) "
-        "| nodes used |"
+        "| CPU s: binder / apiserver / etcd | binder's CPU ms a pod (events done) "
+        "| row's CPU ms a pod (the plane's part) | nodes used |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for row in rows:
@@ -659,7 +658,7 @@ def print_table(rows: list[Row], nodes: int, raw: RawClient, pinning: Pinning | 
             f"| {row.name} | {row.load:.1f} | {row.pods:,} | {row.rate:,.0f} | {row.first_bind:.2f} s "
             f"| {row.binding_rate:,.0f} | {row.p50:.1f} / {row.p99:.1f} s | {events} "
             f"| {cpu['binder']:.1f} / {cpu['kube-apiserver']:.1f} / {cpu['etcd']:.1f} | {per_pod} "
-            f"| {row_cpu(row):.2f} (+ {control_cpu(row):.2f}) | {row.nodes_used:,} |"
+            f"| {row_cpu(row):.2f} (plane {control_cpu(row):.2f}) | {row.nodes_used:,} |"
         )
 
 
