@@ -10,7 +10,9 @@ because the machine was slow, as on a loaded two-core CI machine whose first exa
 
 After every test the empty list that bulk-made leaves share (``kubeflux.resources.graph._NONE``) is still empty:
 a write into one leaf's ``out`` or ``children`` that bypassed :class:`~kubeflux.resources.graph.Graph` would give
-every leaf of every graph in the process that edge, silently.
+every leaf of every graph in the process that edge, silently. Nor is the placeholder in the slots of reserved
+leaves (``graph._RESERVED``, ``graph._RESERVED_EDGE``: :meth:`~kubeflux.resources.graph.Graph.reserve_leaves`)
+changed: a reader that wrote into a leaf not made would write into every graph's reserved slots.
 """
 
 from __future__ import annotations
@@ -40,3 +42,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def _leaves_share_nothing_written() -> Iterator[None]:
     yield
     assert not graph._NONE, f"a leaf's shared edge list was written in place: {graph._NONE[:10]}"
+    held = graph._RESERVED
+    assert (held.uid, held.type, held.name, held.id, held.parent, held.removed) == (
+        -1,
+        "<reserved>",
+        "<reserved>",
+        0,
+        -1,
+        True,
+    )
+    assert not held.properties and not held.paths and held.status == graph.Status.UP, "the reserved slot was written"
+    edge = graph._RESERVED_EDGE
+    assert (edge.source, edge.target, edge.subsystem) == (-1, -1, "<reserved>"), "a reserved edge was written"

@@ -36,7 +36,7 @@ def attach(schedule: Schedule, state: WalkState, document: JgfDocument) -> list[
 def remove_path(schedule: Schedule, state: WalkState, path: str) -> list[int]:
     """Remove the subtree at containment ``path``; return the removed uids. ResourceSetError if there is none."""
     view = schedule.view
-    root = view.graph.by_path.get(path)
+    root = view.graph.uid_at(path)
     if root is None:
         raise ResourceSetError(f"no vertex at {path} in the resource graph")
     if root == view.root:
@@ -62,12 +62,13 @@ def remove_ranks(schedule: Schedule, state: WalkState, ranks: Iterable[int]) -> 
 
 
 def _subtree(schedule: Schedule, root: int) -> list[int]:
-    vertices = schedule.view.graph.vertices
+    graph = schedule.view.graph
     found, stack = [], [root]
     while stack:
         uid = stack.pop()
         found.append(uid)
-        stack.extend(vertices[uid].children)
+        graph.make_leaves(uid)  # (a node's reserved leaves: made, and removed with it)
+        stack.extend(graph.vertices[uid].children)
     return found
 
 

@@ -19,10 +19,10 @@ stop is ever allowed; under ``lonode`` the node factor separates them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from kubeflux.match.policy import NODE_FACTOR
-from kubeflux.resources.graph import Vertex
+from kubeflux.resources.graph import ReservedLeaves, Vertex
 
 KidEdges = Callable[[int], list[tuple[int, int]]]
 Ranges = dict[str, tuple[list[float], list[float]]]
@@ -43,17 +43,19 @@ def leaf_ranges(
     *,
     nodes_only: bool = False,
     kept: dict[int, Below] | None = None,
+    reserved: Mapping[int, ReservedLeaves] | None = None,
 ) -> Ranges:
     """The :data:`Ranges` of the vertices below each of ``children`` (``nodes_only``: of those down to the nodes,
     for a request of nodes below levels). ``kept``: what was found below vertices already (for the same
     ``node_centric`` and ``nodes_only``, on the same graph), added to as found, so that the levels of a graph (the
-    racks of the root, the nodes of each rack) are not walked again level after level."""
+    racks of the root, the nodes of each rack) are not walked again level after level. ``reserved``: the graph's
+    nodes whose leaves are not made (:attr:`Graph.reserved`), answered from their counts."""
     low: dict[str, list[float]] = {}
     high: dict[str, list[float]] = {}
     multi_unit: set[str] = set()
     found = {} if kept is None else kept
     for position, child in enumerate(children):
-        below = _below(vertices, kid_edges, child, node_centric, nodes_only, found)
+        below = _below(vertices, kid_edges, child, node_centric, nodes_only, found, reserved or {})
         for kind, (lowest, highest, multi) in below.items():
             if multi:
                 multi_unit.add(kind)
@@ -73,7 +75,13 @@ def _factor(vertex: Vertex) -> int:
 
 
 def _below(
-    vertices: list[Vertex], kid_edges: KidEdges, uid: int, node_centric: bool, nodes_only: bool, kept: dict[int, Below]
+    vertices: list[Vertex],
+    kid_edges: KidEdges,
+    uid: int,
+    node_centric: bool,
+    nodes_only: bool,
+    kept: dict[int, Below],
+    reserved: Mapping[int, ReservedLeaves],
 ) -> Below:
     """The :data:`Below` of ``uid``, each vertex with the factor of the node above it (below a level vertex, e.g. a
     rack, the nodes' own), found once per vertex: what is below a level is what is below its children and the
@@ -84,6 +92,14 @@ def _below(
     top = vertices[uid]
     factor = _factor(top) if node_centric and top.type == "node" else 0
     below: Below = {}
+    leaves = reserved.get(uid)
+    if leaves is not None:  # leaves not made: ids 0 … units - 1 of each type, one unit each (memory0: one pool)
+        for kind, units in leaves.kinds():
+            _add(below, kind, factor, kind == "memory" and units != 1)
+            if kind != "memory":
+                _add(below, kind, factor + units - 1, False)
+        kept[uid] = below
+        return below
     for _, target in kid_edges(uid) if top.out else []:
         vertex = vertices[target]
         _add(below, vertex.type, factor + vertex.id, vertex.size != 1)
@@ -92,7 +108,7 @@ def _below(
         if factor and vertex.type != "node":  # (below a node: its factor, not the vertex's own walk's)
             _add_walked(below, vertices, kid_edges, target, factor, node_centric, nodes_only)
             continue
-        inner = _below(vertices, kid_edges, target, node_centric, nodes_only, kept)
+        inner = _below(vertices, kid_edges, target, node_centric, nodes_only, kept, reserved)
         for kind, (lowest, highest, multi) in inner.items():
             _add(below, kind, lowest, multi)
             _add(below, kind, highest, multi)

@@ -128,6 +128,7 @@ class SubsystemView(ScheduleView):
         """The auxiliary subsystems (:class:`SubsystemTraverser` explores them at every dominant vertex)."""
         self._tree_parent: dict[int, int] = {}
         self._tree_edge: dict[int, int] = {}
+        graph.make_all_leaves()  # (its walks read the out-edges of every subsystem as they stand)
         self._build_tree(graph)
         super().__init__(graph, prune, base, duration)
 

@@ -143,7 +143,7 @@ def _resolve(schedule: Schedule, record: JgfVertex, source: str) -> int:
     where = f"{source}: node {record.key!r}"
     uid: int | None = None
     for path in record.paths.values():
-        candidate = graph.by_path.get(path)
+        candidate = graph.uid_at(path)
         if candidate is None or graph.vertices[candidate].rank != record.rank:
             raise ResourceSetError(f"{where}: no vertex at {path} with rank {record.rank} in the resource graph")
         if uid is not None and uid != candidate:
@@ -234,6 +234,8 @@ def replay_leaves(
     vertices = graph.vertices
     exclusive = set(leaves)
     _check_uids(graph, exclusive, "")
+    for leaf in exclusive:
+        graph.vertex(leaf)  # (a reserved leaf's node made)
     held: dict[int, _Held] = {}
     for leaf in exclusive:
         uid = leaf
@@ -393,7 +395,7 @@ def release_vertices(
     for uid in uids:
         uses = x_uses.get(uid)
         if uses is None or jobid not in uses:
-            raise ResourceSetError(f"{source}: job {jobid} does not hold {graph.vertices[uid].name}")
+            raise ResourceSetError(f"{source}: job {jobid} does not hold {graph.vertex(uid).name}")
         spans = allocations.get(uid)
         if spans is None or jobid not in spans:
             continue  # held shared (an ancestor of what it holds): released with its aggregate span

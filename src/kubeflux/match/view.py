@@ -93,6 +93,7 @@ class ScheduleView:
         self.bounds: dict[int, list[int]] = {}
         """Per vertex, the starts and ends of the spans in its subtree (sorted, with repeats): an evaluation
         made for one time window still holds for another if no bound lies where the window's ends moved."""
+        graph.on_made.append(self._made)
         with paused_gc():
             prime(self, self.root)
 
@@ -142,6 +143,13 @@ class ScheduleView:
             objects.extend(map(attrgetter("uid"), vertices[len(objects) :]))
         return objects
 
+    def _made(self, uids: list[int]) -> None:
+        """Reserved leaves were made (:meth:`Graph.make_leaves`): their uid objects replace the placeholder's."""
+        objects = self._uid_objects
+        for uid in uids:
+            if uid < len(objects):
+                objects[uid] = uid
+
     def settle(self) -> None:
         """Write every pool leaf by leaf: whatever reads or changes records outside the match and cancel walks
         sees them whole."""
@@ -170,7 +178,10 @@ class ScheduleView:
             record_leaves(self, source, pool.run.leaves, pool.meta, True, pool.total)
 
     def _children(self, uid: int) -> list[tuple[int, int]]:
-        """(edge index, target) of a vertex's containment out-edges, in order."""
+        """(edge index, target) of a vertex's containment out-edges, in order (a node's reserved leaves made: the
+        walk descends into it)."""
+        if uid in self.graph.reserved:
+            self.graph.make_leaves(uid)
         edges = self.graph.edges
         out: list[Any] = self.graph.vertices[uid].out  # Any: the graph's int objects, not new ones (uid_objects)
         if not self.graph.other_edges:  # (every out-edge is a child's: 5,000 nodes of 64 cores are primed at start)
@@ -285,6 +296,8 @@ class ScheduleView:
         all seen (a node's first children are cores), so a node's first visit does not list its 64 children;
         the set of its children's types is kept only when the scan went through them all."""
         types = self._out_types.get(vertex.uid)
+        if types is None and vertex.uid in self.graph.reserved:
+            types = self._out_types[vertex.uid] = {kind for kind, _ in self.graph.reserved[vertex.uid].kinds()}
         if types is None:
             wanted = {child.type for child in slot.with_}
             graph = self.graph
@@ -448,11 +461,13 @@ class ScheduleView:
         if found is None:
             stack = [uid]
             found = 0
+            reserved = self.graph.reserved
             while stack:
                 current = stack.pop()
                 if self.graph.vertices[current].type == "node":
                     found += 1
-                stack.extend(target for _, target in self.children(current))
+                if current not in reserved:  # (a node's reserved leaves are no nodes)
+                    stack.extend(target for _, target in self.children(current))
             self._nodes_within[uid] = found
         return found
 
@@ -569,6 +584,7 @@ def _prime_pass(view: ScheduleView, root: int) -> bool:
     it, so the walk must be made again, now tracking that type from the start."""
     filters = view.prune_filters
     vertices = view.graph.vertices
+    reserved = view.graph.reserved
     stack: list[tuple[int, bool]] = [(root, False)]
     aggregates: dict[int, dict[str, int]] = {}
     summed: set[str] = set()
@@ -576,6 +592,19 @@ def _prime_pass(view: ScheduleView, root: int) -> bool:
     while stack:
         uid, done = stack.pop()
         vertex = vertices[uid]
+        if uid in reserved:  # a node whose leaves are not made: summed from their counts, as made they would be
+            if vertex.id < -1:
+                ids_above = False
+            kinds = reserved[uid].kinds()
+            for kind, _ in kinds:
+                if kind not in filters.total:
+                    filters.add("cluster", kind)
+                    if kind in summed:
+                        return False
+            summed.add(vertex.type)
+            aggregates[uid] = {kind: units for kind, units in kinds if kind in filters.total}
+            _prime_subplan(view, vertex, aggregates[uid])
+            continue
         children, inner = _listed(view, uid) if vertex.out else ([], False)
         if not done:
             if vertex.id < -1:
@@ -611,10 +640,15 @@ def _prime_pass(view: ScheduleView, root: int) -> bool:
                     if type in filters.total:
                         mine[type] = mine.get(type, 0) + count
         aggregates[uid] = mine
-        # Like Fluxion's prime_pruning_filter: only the tracked types present below the vertex, by name
-        # (the last one orders first's explore: a node's filter holds cores but not nodes).
-        types = sorted(type for type in filters.types_for(vertex.type) if type in mine)
-        if types:
-            view.subplans[uid] = MultiPlanner([(type, mine[type]) for type in types], view.base, view.horizon)
+        _prime_subplan(view, vertex, mine)
     view._ids_above = ids_above
     return True
+
+
+def _prime_subplan(view: ScheduleView, vertex: Vertex, below: dict[str, int]) -> None:
+    """``vertex``'s aggregate filter over what is ``below`` it. Like Fluxion's prime_pruning_filter: only the
+    tracked types present below the vertex, by name (the last one orders first's explore: a node's filter holds
+    cores but not nodes)."""
+    types = sorted(type for type in view.prune_filters.types_for(vertex.type) if type in below)
+    if types:
+        view.subplans[vertex.uid] = MultiPlanner([(type, below[type]) for type in types], view.base, view.horizon)

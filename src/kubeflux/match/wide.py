@@ -172,6 +172,7 @@ def early_count(
             spec.node_centric,
             nodes_only=nodes_only,
             kept=schedule.below_ranges.setdefault((spec.node_centric, nodes_only), {}),
+            reserved=schedule.graph.reserved,
         )
         layout.stops[key] = ranked.slot_stops(ranges, list(types), policy.descending)
     stops = layout.stops[key]

@@ -52,21 +52,26 @@ class NodeSpec:
     """The node's place above it, top first: (vertex type, vertex name) per level, below its zone and rack."""
 
 
-def build_graph(nodes: Iterable[NodeSpec], *, cluster: str = "cluster") -> Graph:
-    """A new graph with a ``<cluster>0`` root and the given nodes in order."""
+def build_graph(nodes: Iterable[NodeSpec], *, cluster: str = "cluster", reserve: bool = False) -> Graph:
+    """A new graph with a ``<cluster>0`` root and the given nodes in order; ``reserve``: the leaves of nodes
+    without sockets reserved, made when first needed (:meth:`Graph.reserve_leaves`)."""
     graph = Graph()
     with paused_gc():
         _ensure_root(graph, cluster)
         for rank, spec in enumerate(nodes):
-            add_node(graph, spec, rank=rank)
+            add_node(graph, spec, rank=rank, reserve=reserve)
     return graph
 
 
-def add_node(graph: Graph, spec: NodeSpec, *, cluster: str = "cluster", rank: int | None = None) -> Vertex:
+def add_node(
+    graph: Graph, spec: NodeSpec, *, cluster: str = "cluster", rank: int | None = None, reserve: bool = False
+) -> Vertex:
     """Add one node (and its zone/rack if new) to a built graph; return the node vertex.
 
     ``rank`` defaults to one more than the highest rank in the graph. ``cluster`` names the root only when the
-    graph is still empty. Raises :class:`GraphFormatError` for a bad spec or a node name already present.
+    graph is still empty. ``reserve``: a node without sockets gets its leaves reserved (:meth:`Graph.reserve_leaves`:
+    the same uids, made when first needed). Raises :class:`GraphFormatError` for a bad spec or a node name already
+    present.
     """
     _validate(spec)
     if any(graph.vertices[uid].type == "node" for uid in graph.by_name.get(spec.name, ())):
@@ -101,6 +106,8 @@ def add_node(graph: Graph, spec: NodeSpec, *, cluster: str = "cluster", rank: in
                     _child(graph, socket, "memory", "memory", f"memory{socket_id}", socket_id, rank=rank, size=memory)
                 core_id += cores
                 gpu_id += gpus
+        elif reserve:
+            graph.reserve_leaves(node.uid, spec.cores, spec.gpus, spec.memory // GIB, rank)
         else:
             _leaves(graph, node, rank, range(spec.cores), range(spec.gpus))
             if spec.memory // GIB > 0:

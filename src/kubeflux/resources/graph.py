@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import gc
 import re
-from collections.abc import Iterable, Iterator
+from bisect import bisect_right
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 CONTAINMENT = "containment"
 
@@ -153,8 +154,41 @@ class Vertex:
         )
 
 
+class ReservedLeaves(NamedTuple):
+    """What :meth:`Graph.reserve_leaves` keeps of a node whose leaves are not made yet: the uids and edge indices
+    they take (``first``, ``first_edge`` on), and what :func:`~kubeflux.resources.builder.add_node` would make
+    there: ``cores`` cores, ``gpus`` gpus, then a ``memory0`` pool of ``memory`` GiB (none for 0)."""
+
+    first: int
+    first_edge: int
+    cores: int
+    gpus: int
+    memory: int
+    rank: int
+
+    def kinds(self) -> list[tuple[str, int]]:
+        """(type, units) of the leaves, in child order, each type once: what the node's subtree holds."""
+        found = [("core", self.cores), ("gpu", self.gpus), ("memory", self.memory)]
+        return [(kind, units) for kind, units in found if units > 0]
+
+
+_RESERVED = Vertex(-1, "<reserved>", "<reserved>", "<reserved>", 0, -1, removed=True, out=_NONE, children=_NONE)
+"""The vertex in every slot :meth:`Graph.reserve_leaves` keeps for a leaf not made yet (uid -1: no vertex has it);
+shared, never changed."""
+_RESERVED_EDGE = Edge(-1, -1, "<reserved>", "<reserved>")
+
+
 class Graph:
-    """A resource graph with Fluxion's metadata indexes (by type, name, path, rank; roots per subsystem)."""
+    """A resource graph with Fluxion's metadata indexes (by type, name, path, rank; roots per subsystem).
+
+    A node's leaves may be *reserved* instead of made (:meth:`reserve_leaves`: ``kubeflux serve``'s graph of a
+    cluster, whose matches descend into few of its nodes): their uids and edge indices are taken, the node's
+    ``out`` and ``children`` list them, and the slots hold a shared placeholder until the leaves are made
+    (:meth:`make_leaves`), which gives them exactly the uids, edges, names and paths the eager build gives. Made
+    when a walk lists the node's children (:class:`~kubeflux.match.view.ScheduleView`), when a path or a uid
+    below the node is asked for (:meth:`uid_at`, :meth:`vertex`), before the subtree is removed, and all of them
+    before the graph is written whole (:meth:`make_all_leaves`). What reads the graph otherwise reads only the
+    vertices it was handed or found through those."""
 
     def __init__(self) -> None:
         self.vertices: list[Vertex] = []
@@ -172,6 +206,12 @@ class Graph:
         then every out-edge is a containment child's."""
         self._names: dict[str, dict[int, str]] = {}
         """Basename → id → the name :meth:`add_children` made (``core7``): one string for every node's ``core7``."""
+        self.reserved: dict[int, ReservedLeaves] = {}
+        """Node uid → its leaves reserved and not made yet (:meth:`reserve_leaves`)."""
+        self._reserving: list[int] = []
+        """The keys of :attr:`reserved`, sorted: the node owning a reserved uid is the last one below it."""
+        self.on_made: list[Callable[[list[int]], None]] = []
+        """Called with the uids of the leaves :meth:`make_leaves` made (the engine's tables by uid hold them)."""
 
     def __len__(self) -> int:
         return len(self.vertices)
@@ -290,6 +330,103 @@ class Graph:
             source.children.extend(added)
         return added
 
+    def reserve_leaves(self, node: int, cores: int, gpus: int, memory: int, rank: int) -> None:
+        """Take the uids and containment edges of node ``node``'s leaves (``cores`` cores, ``gpus`` gpus, a
+        ``memory0`` pool of ``memory`` units when not 0, as the builder makes them) without making them (see the
+        class docstring). The node must be the last vertex added, its leaves its first children."""
+        count = cores + gpus + (memory > 0)
+        vertex = self.vertices[node]
+        self.by_type.setdefault("core", [])  # (the indexes' keys as the eager build leaves them)
+        self.by_type.setdefault("gpu", [])
+        if count == 0:
+            return
+        if node != len(self.vertices) - 1 or vertex.children:
+            raise ValueError(f"{vertex.name}: leaves are reserved only for the vertex just added, before its children")
+        _own_lists(vertex)
+        first, first_edge = len(self.vertices), len(self.edges)
+        self.vertices.extend([_RESERVED] * count)
+        self.edges.extend([_RESERVED_EDGE] * count)
+        vertex.out.extend(range(first_edge, first_edge + count))
+        vertex.children.extend(range(first, first + count))
+        if memory > 0:
+            self.by_type.setdefault("memory", [])
+        self.reserved[node] = ReservedLeaves(first, first_edge, cores, gpus, memory, rank)
+        self._reserving.append(node)
+
+    def make_leaves(self, node: int) -> None:
+        """Make the leaves reserved for ``node`` (a no-op when there are none): the vertices, edges and index
+        entries the eager build makes, on the uids and edge indices reserved."""
+        leaves = self.reserved.pop(node, None)
+        if leaves is None:
+            return
+        del self._reserving[bisect_right(self._reserving, node) - 1]
+        vertices, edges = self.vertices, self.edges
+        source = vertices[node]
+        count = leaves.cores + leaves.gpus + (leaves.memory > 0)
+        at = source.children.index(leaves.first)  # (the int objects the node's lists hold are the leaves' uids)
+        uids: list[Any] = source.children[at : at + count]
+        positions = source.out[source.out.index(leaves.first_edge) :][:count]
+        prefix = source.paths[CONTAINMENT] + "/"
+        rank, up = leaves.rank, Status.UP
+        by_name, by_path, by_type = self.by_name, self.by_path, self.by_type
+        made = 0
+        for kind, number in (("core", leaves.cores), ("gpu", leaves.gpus)):
+            names = self._names.setdefault(kind, {})
+            kept = by_type.setdefault(kind, [])  # (a removal drops an emptied key)
+            for id_ in range(number):
+                uid = uids[made]
+                name = names.get(id_)
+                if name is None:
+                    name = names[id_] = kind + str(id_)
+                path = prefix + name
+                vertices[uid] = Vertex(uid, kind, kind, name, id_, uid, 1, "", rank, up, {}, {CONTAINMENT: path},
+                                       _NONE, node, _NONE)  # fmt: skip
+                edges[positions[made]] = Edge(node, uid)
+                by_name.setdefault(name, []).append(uid)
+                by_path[path] = uid
+                kept.append(uid)
+                made += 1
+        if leaves.memory > 0:  # as the builder's _child makes it: lists of its own, a uniq_id of its own
+            uid = uids[made]
+            path = prefix + "memory0"
+            vertices[uid] = Vertex(uid, "memory", "memory", "memory0", 0, int(uid), leaves.memory, "GB", rank, up,
+                                   {}, {CONTAINMENT: path}, [], node, [])  # fmt: skip
+            edges[positions[made]] = Edge(node, uid)
+            by_name.setdefault("memory0", []).append(uid)
+            by_path[path] = uid
+            by_type.setdefault("memory", []).append(uid)
+        self.by_rank.setdefault(rank, []).extend(uids)
+        if self._in_edges is not None:  # (kept, not dropped: its rebuild reads every vertex)
+            for uid, position in zip(uids, positions, strict=True):
+                self._in_edges[uid] = [position]
+        for hook in self.on_made:
+            hook(uids)
+
+    def make_all_leaves(self) -> None:
+        """Make every node's reserved leaves (before the graph is read or written whole)."""
+        for node in list(self.reserved):
+            self.make_leaves(node)
+
+    def vertex(self, uid: int) -> Vertex:
+        """``vertices[uid]``, its node's reserved leaves made first when it is one of them."""
+        vertex = self.vertices[uid]
+        if vertex.uid == -1 and self._reserving:
+            owner = self._reserving[bisect_right(self._reserving, uid) - 1]
+            self.make_leaves(owner)
+            vertex = self.vertices[uid]
+        return vertex
+
+    def uid_at(self, path: str) -> int | None:
+        """The uid of the vertex at ``path`` (any subsystem), None when there is none; a reserved leaf's path makes
+        its node's leaves."""
+        uid = self.by_path.get(path)
+        if uid is None and self.reserved:
+            parent = self.by_path.get(path.rpartition("/")[0])
+            if parent is not None and parent in self.reserved:
+                self.make_leaves(parent)
+                uid = self.by_path.get(path)
+        return uid
+
     def set_path(self, vertex: Vertex, subsystem: str, path: str) -> None:
         vertex.paths[subsystem] = path
         self.by_path[path] = vertex.uid
@@ -317,8 +454,9 @@ class Graph:
         if index is None:
             index = {}
             edges = self.edges
+            reserved = self.reserved
             for vertex in self.vertices:
-                if not vertex.removed:
+                if not vertex.removed and vertex.uid not in reserved:  # (a reserved leaf has no edge yet)
                     for position in vertex.out:
                         index.setdefault(edges[position].target, []).append(position)
             for positions in index.values():
@@ -350,6 +488,8 @@ class Graph:
         while stack:
             current = stack.pop()
             removed.append(current)
+            if current in self.reserved:
+                self.make_leaves(current)
             stack.extend(reversed(vertices[current].children))
         gone = set(removed)
         self._in_edges = None
@@ -394,7 +534,7 @@ class Graph:
         return self.vertices[self.roots[subsystem]]
 
     def vertex_at(self, path: str) -> Vertex | None:
-        uid = self.by_path.get(path)
+        uid = self.uid_at(path)
         return None if uid is None else self.vertices[uid]
 
     def depth(self, uid: int) -> int:

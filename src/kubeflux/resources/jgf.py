@@ -238,7 +238,7 @@ def _name(graph: Graph, added: list[JgfVertex], first_new: int, uid: int) -> str
 
 def _vertex_in_graph(graph: Graph, record: JgfVertex) -> int | None:
     for path in record.paths.values():
-        uid = graph.by_path.get(path)
+        uid = graph.uid_at(path)
         if uid is not None and graph.vertices[uid].rank == record.rank:
             return uid
     return None
@@ -510,8 +510,9 @@ def graph_to_jgf(graph: Graph, uids: Iterable[int] | None = None) -> dict[str, A
 
     Nodes are in uid order with outer id = ``uniq_id``; edges are those between chosen vertices, grouped by
     source in uid order and in out-edge order within a source (the order of Fluxion's own JGF dumps).
-    Removed vertices are left out.
+    Removed vertices are left out; reserved leaves are made first.
     """
+    graph.make_all_leaves()
     vertices = graph.vertices
     chosen = sorted(set(range(len(vertices)) if uids is None else uids))
     chosen = [uid for uid in chosen if not vertices[uid].removed]

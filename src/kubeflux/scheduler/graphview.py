@@ -102,8 +102,8 @@ class GraphView:
     """An :class:`Engine` over ``specs`` (in order) with the scheduler's bookkeeping around it."""
 
     def __init__(self, specs: list[NodeSpec], policy: str, horizon: int, log: deque[str]) -> None:
-        self._engine = Engine(
-            build_graph(specs, cluster=CLUSTER_NAME), policy=policy, horizon=horizon, keep_cancelled=False
+        self._engine = Engine(  # (leaves reserved: a node's are made when a match first descends into it)
+            build_graph(specs, cluster=CLUSTER_NAME, reserve=True), policy=policy, horizon=horizon, keep_cancelled=False
         )
         self._engine.writer = PlacementWriter()
         self._releasing: dict[int, list[int]] = {}
@@ -157,8 +157,9 @@ class GraphView:
     def node_of(self, uid: int) -> str | None:
         """The node of core or gpu vertex ``uid`` (None for another vertex): the node vertex above it, which is
         named after its node (and keeps its parent when the node is removed or attached again)."""
-        vertices = self._engine.graph.vertices
-        if not 0 <= uid < len(vertices) or vertices[uid].type not in _LEAF_TYPES:
+        graph = self._engine.graph
+        vertices = graph.vertices
+        if not 0 <= uid < len(vertices) or graph.vertex(uid).type not in _LEAF_TYPES:
             return None
         parent = vertices[uid].parent
         while parent != -1:
@@ -185,10 +186,17 @@ class GraphView:
     def usable(self, name: str) -> bool:
         return name in self.specs and name not in self.gone
 
-    def leaves(self, name: str) -> tuple[list[int], list[int]]:
+    def leaves(self, name: str, *, made: bool = False) -> tuple[list[int], list[int]]:
         """Node ``name``'s core and gpu vertex uids (below its sockets, if it has some); empty for a node not in
-        the graph. The lists are the cache itself: not to be changed."""
-        return self._leaves.get(name, _NO_LEAVES)
+        the graph. The lists are the cache itself: not to be changed. ``made``: the vertices are read (their
+        names), so the node's reserved leaves are made first; otherwise the uids alone are good (as the engine's
+        tables are keyed), and a vertex may be the graph's placeholder (:meth:`Graph.reserve_leaves`)."""
+        found = self._leaves.get(name, _NO_LEAVES)
+        if made and found is not _NO_LEAVES:
+            for uids in found:
+                if uids:
+                    self._engine.graph.vertex(uids[0])
+        return found
 
     def _mark(self, name: str, status: Status) -> None:
         self.engine.set_status(self.paths[name], status)
@@ -388,10 +396,10 @@ class GraphView:
         plans = self.engine.schedule.plans
         wanted, second = set(prefer), set(then)
         free: list[tuple[int, int]] = []
-        for uid in self.leaves(name)[1 if kind == "gpu" else 0]:
+        for uid in self.leaves(name, made=bool(wanted or second))[1 if kind == "gpu" else 0]:
             plan = plans.get(uid)
             if plan is None or plan.avail_during(at, duration, 1):
-                vertex_name = vertices[uid].name
+                vertex_name = vertices[uid].name if wanted or second else ""
                 free.append((0 if vertex_name in wanted else 1 if vertex_name in second else 2, uid))
         if len(free) < count:
             return None
@@ -493,7 +501,7 @@ class GraphView:
         vertices = engine.graph.vertices
         names = set(leaves)
         if name in self._leaves and names:
-            core_uids, gpu_uids = self._leaves[name]
+            core_uids, gpu_uids = self.leaves(name, made=True)
             held = [uid for uids in (core_uids, gpu_uids) for uid in uids if vertices[uid].name in names]
             if partial:
                 self._releasing.setdefault(jobid, []).extend(held)
@@ -582,6 +590,9 @@ def _core_and_gpu_leaves(graph: Graph, node: Vertex) -> tuple[list[int], list[in
     cores: list[int] = []
     gpus: list[int] = []
     vertices = graph.vertices
+    leaves = graph.reserved.get(node.uid)
+    if leaves is not None:  # (not made: the node's first children, cores then gpus, on the uids reserved)
+        return node.children[: leaves.cores], node.children[leaves.cores : leaves.cores + leaves.gpus]
     stack = [node.uid]
     while stack:
         children: list[Any] = vertices[stack.pop()].children  # Any: the graph's int objects (ScheduleView.uid_objects)

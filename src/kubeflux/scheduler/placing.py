@@ -268,7 +268,7 @@ class Placer:
             count = len(where.cores) // cores if cores else len(where.gpus) // gpus
             if not count or len(where.cores) != count * cores or len(where.gpus) != count * gpus:
                 return None
-            core_uids, gpu_uids = graph.leaves(where.node)
+            core_uids, gpu_uids = graph.leaves(where.node, made=True)
             taken_cores, taken_gpus = set(where.cores), set(where.gpus)
             node_cores = [vertices[uid].name for uid in core_uids if vertices[uid].name in taken_cores]
             node_gpus = [vertices[uid].name for uid in gpu_uids if vertices[uid].name in taken_gpus]
@@ -377,7 +377,9 @@ class Placer:
             return placement
         surplus = {*placement.cores[cores:], *placement.gpus[gpus:]}
         vertices = graph.engine.graph.vertices
-        uids = [uid for leaves in graph.leaves(placement.node) for uid in leaves if vertices[uid].name in surplus]
+        uids = [
+            uid for leaves in graph.leaves(placement.node, made=True) for uid in leaves if vertices[uid].name in surplus
+        ]
         try:
             graph.engine.release_vertices(jobid, uids, source=f"node {placement.node}")
         except EngineError:

@@ -217,7 +217,7 @@ class Reserver:
         assert graph is not None
         vertices = graph.engine.graph.vertices
         names = {*where.cores, *where.gpus}
-        return [uid for uids in graph.leaves(where.node) for uid in uids if vertices[uid].name in names]
+        return [uid for uids in graph.leaves(where.node, made=True) for uid in uids if vertices[uid].name in names]
 
     def _reserve_books(self, job: PendingJob, node: str, pod: Pod, at: int, duration: int) -> None:
         job.holds.append(self.placer.books.plans.hold(node, at, at + duration, pod.requests))
