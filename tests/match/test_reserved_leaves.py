@@ -99,6 +99,30 @@ def test_a_graph_with_reserved_leaves_made_is_the_eager_graph(specs: list[NodeSp
     assert graph_to_jgf(build_graph(specs, reserve=True)) == graph_to_jgf(eager)  # written whole: made first
 
 
+@settings(max_examples=40, deadline=None)
+@given(specs=st.lists(node_specs, min_size=1, max_size=8), pick=st.integers(0, 10**6), which=st.integers(0, 4))
+def test_what_the_graph_answers_of_a_leaf_not_made_is_the_eager_answer(
+    specs: list[NodeSpec], pick: int, which: int
+) -> None:
+    """Asked of one reserved leaf (or its node) on a fresh graph, each question makes what it needs first."""
+    specs = _unique(specs)
+    eager = build_graph(specs)
+    leaves = [uid for uid in range(len(eager.vertices)) if not eager.vertices[uid].children]
+    leaf = leaves[pick % len(leaves)]
+    node = eager.vertices[leaf].parent
+    lazy = build_graph(specs, reserve=True)
+    ask = [
+        lambda graph: graph.depth(leaf),
+        lambda graph: graph.in_edges(leaf),
+        lambda graph: graph.find_out_edge(node, leaf) if node != -1 else None,
+        lambda graph: graph.out_vertices(node, CONTAINMENT) if node != -1 else None,
+        lambda graph: graph.remove_subtree(leaf) if node != -1 else None,
+    ][which]
+    assert ask(lazy) == ask(eager)
+    lazy.make_all_leaves()
+    assert _state(lazy) == _state(eager)
+
+
 @settings(max_examples=30, deadline=None)
 @given(specs=st.lists(node_specs, min_size=1, max_size=12))
 def test_the_prime_sums_reserved_nodes_as_made_ones_and_makes_none(specs: list[NodeSpec]) -> None:

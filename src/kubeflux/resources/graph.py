@@ -450,6 +450,7 @@ class Graph:
     def in_edges(self, target: int) -> list[int]:
         """Indices of the linked edges into ``target`` (any subsystem), in edge order; the index behind it is
         built on first use after the graph changed."""
+        self.vertex(target)  # (a reserved leaf's node made: its edge is in the index from then on)
         index = self._in_edges
         if index is None:
             index = {}
@@ -466,6 +467,7 @@ class Graph:
 
     def find_out_edge(self, source: int, target: int) -> int | None:
         """The index of the first out-edge ``source -> target`` (any subsystem), None if there is none."""
+        self.make_leaves(source)
         edges = self.edges
         for index in self.vertices[source].out:
             if edges[index].target == target:
@@ -481,7 +483,7 @@ class Graph:
         stay in :attr:`edges`, orphaned). Removing an already removed vertex returns an empty list.
         """
         vertices = self.vertices
-        if vertices[uid].removed:
+        if self.vertex(uid).removed:
             return []
         removed: list[int] = []
         stack = [uid]
@@ -523,6 +525,7 @@ class Graph:
 
     def out_vertices(self, uid: int, subsystem: str, relation: str | None = None) -> list[int]:
         """The targets of a vertex's out-edges in one subsystem (and relation), in insertion order."""
+        self.make_leaves(uid)
         result = []
         for index in self.vertices[uid].out:
             edge = self.edges[index]
@@ -540,7 +543,7 @@ class Graph:
     def depth(self, uid: int) -> int:
         """Containment depth: the root is at depth 1 (as in the ``---`` prefixes of the simple writer)."""
         depth = 1
-        parent = self.vertices[uid].parent
+        parent = self.vertex(uid).parent
         while parent != -1:
             depth += 1
             parent = self.vertices[parent].parent
