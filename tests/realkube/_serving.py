@@ -204,6 +204,10 @@ class ServeProcess:
         return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name))
 
     def end(self, sig: signal.Signals) -> int:
+        """Send ``sig``, wait for the process to end and then for its binder process too: killed (SIGKILL), serve
+        leaves that process to write what the pipe still held (it stops at the pipe's end), so what is bound once
+        this returns stays as it is."""
+        children = _children(self.process.pid)
         if self.process.poll() is None:
             self.process.send_signal(sig)
         try:
@@ -213,6 +217,24 @@ class ServeProcess:
                 self.process.kill()
                 self.process.wait()
             self._reader.join(10)
+            eventually(lambda: not any(map(_alive, children)), lambda: f"serve's processes {children} still run")
+
+
+def _children(pid: int) -> list[int]:
+    """The processes ``pid``'s threads started (its binder process)."""
+    with contextlib.suppress(OSError):
+        tasks = Path(f"/proc/{pid}/task").iterdir()
+        return [int(child) for task in tasks for child in (task / "children").read_text().split()]
+    return []
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (not ended, nor a zombie no one reaps: its parent was killed)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
 
 
 def current_revision(plane: ControlPlane) -> int:
