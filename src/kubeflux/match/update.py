@@ -231,16 +231,13 @@ def replay_leaves(
     or not free during the window."""
     view = schedule.view
     graph = view.graph
-    vertices = graph.vertices
     exclusive = set(leaves)
     _check_uids(graph, exclusive, "")
-    for leaf in exclusive:
-        graph.vertex(leaf)  # (a reserved leaf's node made)
     held: dict[int, _Held] = {}
     for leaf in exclusive:
         uid = leaf
         while uid != -1 and uid not in held:
-            vertex = vertices[uid]
+            vertex = graph.vertex(uid)  # (a reserved leaf: its node's leaves made)
             if vertex.removed:
                 raise ResourceSetError(f"{vertex.name} is not in the resource graph")
             held[uid] = _Held(uid, vertex.size, uid in exclusive)

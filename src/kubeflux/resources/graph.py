@@ -155,12 +155,10 @@ class Vertex:
 
 
 class ReservedLeaves(NamedTuple):
-    """What :meth:`Graph.reserve_leaves` keeps of a node whose leaves are not made yet: the uids and edge indices
-    they take (``first``, ``first_edge`` on), and what :func:`~kubeflux.resources.builder.add_node` would make
-    there: ``cores`` cores, ``gpus`` gpus, then a ``memory0`` pool of ``memory`` GiB (none for 0)."""
+    """What :meth:`Graph.reserve_leaves` keeps of a node whose leaves are not made yet (their uids and edge indices
+    are the node's first children and out-edges): what :func:`~kubeflux.resources.builder.add_node` would make
+    there, ``cores`` cores, ``gpus`` gpus, then a ``memory0`` pool of ``memory`` GiB (none for 0)."""
 
-    first: int
-    first_edge: int
     cores: int
     gpus: int
     memory: int
@@ -340,7 +338,7 @@ class Graph:
         self.by_type.setdefault("gpu", [])
         if count == 0:
             return
-        if node != len(self.vertices) - 1 or vertex.children:
+        if node != len(self.vertices) - 1 or vertex.children or vertex.out:
             raise ValueError(f"{vertex.name}: leaves are reserved only for the vertex just added, before its children")
         _own_lists(vertex)
         first, first_edge = len(self.vertices), len(self.edges)
@@ -350,7 +348,7 @@ class Graph:
         vertex.children.extend(range(first, first + count))
         if memory > 0:
             self.by_type.setdefault("memory", [])
-        self.reserved[node] = ReservedLeaves(first, first_edge, cores, gpus, memory, rank)
+        self.reserved[node] = ReservedLeaves(cores, gpus, memory, rank)
         self._reserving.append(node)
 
     def make_leaves(self, node: int) -> None:
@@ -363,9 +361,8 @@ class Graph:
         vertices, edges = self.vertices, self.edges
         source = vertices[node]
         count = leaves.cores + leaves.gpus + (leaves.memory > 0)
-        at = source.children.index(leaves.first)  # (the int objects the node's lists hold are the leaves' uids)
-        uids: list[Any] = source.children[at : at + count]
-        positions = source.out[source.out.index(leaves.first_edge) :][:count]
+        uids: list[Any] = source.children[:count]  # (the int objects the node's lists hold are the leaves' uids)
+        positions = source.out[:count]
         prefix = source.paths[CONTAINMENT] + "/"
         rank, up = leaves.rank, Status.UP
         by_name, by_path, by_type = self.by_name, self.by_path, self.by_type

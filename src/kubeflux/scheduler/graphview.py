@@ -192,10 +192,8 @@ class GraphView:
         names), so the node's reserved leaves are made first; otherwise the uids alone are good (as the engine's
         tables are keyed), and a vertex may be the graph's placeholder (:meth:`Graph.reserve_leaves`)."""
         found = self._leaves.get(name, _NO_LEAVES)
-        if made and found is not _NO_LEAVES:
-            for uids in found:
-                if uids:
-                    self._engine.graph.vertex(uids[0])
+        if made and (first := found[0] or found[1]):
+            self._engine.graph.vertex(first[0])  # (a node's leaves are made together)
         return found
 
     def _mark(self, name: str, status: Status) -> None:
