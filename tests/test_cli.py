@@ -1,3 +1,4 @@
+import os
 import subprocess
 import sys
 
@@ -34,3 +35,17 @@ def test_a_subcommand_run_imports_its_own_modules_not_the_others() -> None:
     listed = subprocess.run(command, capture_output=True, text=True, check=True)
     for name in ("simulate", "sweep", "serve", "queue", "cluster", "kube", "demo", "query", "version"):
         assert f" {name} " in listed.stdout, name
+
+
+def test_kubeflux_runs_numpy_on_one_blas_thread_unless_the_user_chose() -> None:
+    """kubeflux does no linear algebra; NumPy's OpenBLAS would start a thread per core at import that spins ~0.1 s
+    of CPU (serve's start, each simulation and sweep worker). A user's own OPENBLAS_NUM_THREADS is kept."""
+    probe = (
+        "import os, kubeflux.cli, numpy\nprint(os.environ['OPENBLAS_NUM_THREADS'], len(os.listdir('/proc/self/task')))"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    ours = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, env=env)
+    assert ours.stdout.split() == ["1", "1"]  # the setting, and no thread beside the main one
+    theirs = {**env, "OPENBLAS_NUM_THREADS": "2"}
+    kept = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, env=theirs)
+    assert kept.stdout.split()[0] == "2"
