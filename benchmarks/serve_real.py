@@ -124,22 +124,12 @@ def _cpus(cpus: frozenset[int]) -> str:
     return ",".join(map(str, sorted(cpus)))
 
 
-def family(pid: int) -> list[int]:
-    """Process ``pid`` and its living descendants (serve's binder process, multiprocessing's helper)."""
-    found, todo = [], [pid]
-    while todo:
-        current = todo.pop()
-        found.append(current)
-        with contextlib.suppress(FileNotFoundError, ProcessLookupError):  # (one that has just ended)
-            for task in Path(f"/proc/{current}/task").iterdir():
-                todo += [int(child) for child in (task / "children").read_text().split()]
-    return found
-
-
 def strays(pid: int, cpus: AbstractSet[int], *, descendants: bool = True) -> list[str]:
     """The threads of process ``pid`` (and of its descendants) that may run elsewhere than on ``cpus``."""
+    from kubeflux.controlplane import process_family
+
     out = []
-    for member in family(pid) if descendants else [pid]:
+    for member in process_family(pid) if descendants else [pid]:
         with contextlib.suppress(FileNotFoundError, ProcessLookupError):
             for task in Path(f"/proc/{member}/task").iterdir():
                 allowed = os.sched_getaffinity(int(task.name))
@@ -336,7 +326,9 @@ def cpu_seconds(pid: int) -> float:
 
 def tree_cpu_seconds(pid: int) -> float:
     """CPU seconds of process ``pid`` and of its living descendants (serve's binder process) so far."""
-    return sum(cpu_seconds(member) for member in family(pid))
+    from kubeflux.controlplane import process_family
+
+    return sum(cpu_seconds(member) for member in process_family(pid))
 
 
 class BindWatch(threading.Thread):

@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from kubeflux.controlplane import ControlPlane
+from kubeflux.controlplane import ControlPlane, process_family
 from kubeflux.kube.command import api_client
 from kubeflux.kube.config import parse_config
 from kubeflux.kube.serve import Serve
@@ -207,7 +207,7 @@ class ServeProcess:
         """Send ``sig``, wait for the process to end and then for its binder process too: killed (SIGKILL), serve
         leaves that process to write what the pipe still held (it stops at the pipe's end), so what is bound once
         this returns stays as it is."""
-        children = _children(self.process.pid)
+        children = process_family(self.process.pid)[1:]
         if self.process.poll() is None:
             self.process.send_signal(sig)
         try:
@@ -218,14 +218,6 @@ class ServeProcess:
                 self.process.wait()
             self._reader.join(10)
             eventually(lambda: not any(map(_alive, children)), lambda: f"serve's processes {children} still run")
-
-
-def _children(pid: int) -> list[int]:
-    """The processes ``pid``'s threads started (its binder process)."""
-    with contextlib.suppress(OSError):
-        tasks = Path(f"/proc/{pid}/task").iterdir()
-        return [int(child) for task in tasks for child in (task / "children").read_text().split()]
-    return []
 
 
 def _alive(pid: int) -> bool:

@@ -43,7 +43,7 @@ import yaml
 
 from kubeflux.controlplane.binaries import Binaries, find_binaries
 
-__all__ = ["ControlPlane", "ControlPlaneError", "free_port"]
+__all__ = ["ControlPlane", "ControlPlaneError", "free_port", "process_family"]
 
 _READY_SECONDS = 90.0
 """How long a component may take to become ready on a loaded 2-core machine before its start is a failure."""
@@ -60,6 +60,19 @@ _PORTS = range(20_000, 32_768)
 connection takes its source port, so a port free when drawn is not taken by some client's connection before the
 server binds it. Another server drawing the same port is still possible: a start that finds its port taken tries
 again on another (:meth:`ControlPlane.on_free_port`)."""
+
+
+def process_family(pid: int) -> list[int]:
+    """Process ``pid`` and its living descendants (``/proc``: serve's binder process, multiprocessing's helper), for
+    a test or a benchmark to count their CPU or wait for them to end."""
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):  # (one that has just ended)
+            for task in Path(f"/proc/{current}/task").iterdir():
+                todo += [int(child) for child in (task / "children").read_text().split()]
+    return found
 
 
 def free_port() -> int:
